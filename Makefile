@@ -1,0 +1,62 @@
+# polebench: every build, test and reproduction target. `make ci` is what CI runs.
+
+GO      ?= go
+BIN     := bin/polebench
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+PKGS    ?= ./...
+
+.PHONY: all build demo test vet fmt-check lint fmt ci clean vmtest image deps
+
+all: build
+
+## build: the harness CLI as bin/polebench
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/polebench
+
+## demo: the main job: the two-DC experiment of Fig. 4 (120 s, p5 killed at 60 s) on the
+## local backend, one repetition; prints measured vs model and writes results/two-dc/latest
+demo: build
+	$(BIN) run two-dc --repetitions 1
+
+## test: every package's tests; the timing tests (TestTiming*, and the end-to-end
+## experiments of ./runner) last and alone, so the delays they compare with the plan
+## and the model carry no other test's load
+test:
+	$(GO) test -skip '^TestTiming' $$($(GO) list $(PKGS) | grep -v '/runner$$')
+	$(GO) test -count=1 -run '^TestTiming' ./cluster
+	$(GO) test -count=1 ./runner
+
+## vet: go vet
+vet:
+	$(GO) vet $(PKGS)
+
+## fmt-check: fail if a Go file is not gofmt-formatted
+fmt-check:
+	@files=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$files" ]; then echo "not gofmt-formatted:"; echo "$$files"; exit 1; fi
+
+## lint: go vet and the gofmt check
+lint: vet fmt-check
+
+## fmt: format every Go file
+fmt:
+	gofmt -w $$(find . -name '*.go' -not -path './.git/*')
+
+## image: the poled image polebench/poled:<hash> (+ :latest), built locally FROM scratch
+image:
+	$(GO) run ./cluster/image/cmd
+
+## vmtest: boot Debian's cloud kernel in qemu and prove the kernel netem applier there
+vmtest:
+	$(GO) run ./netem/vmtest/cmd/vmtest
+
+## deps: the Debian packages the tests need (ZooKeeper, qemu and Debian's cloud kernel, ...)
+deps:
+	./scripts/install-deps.sh
+
+## ci: what .ci/run runs: install the test dependencies, lint, test, then the VM test
+ci: deps lint test vmtest
+
+clean:
+	rm -rf bin

@@ -1,0 +1,152 @@
+package analysis
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// PlotOptions configures the Fig. 4b-style time series plot.
+type PlotOptions struct {
+	Title   string
+	Crash   time.Duration // vertical line; 0: none
+	Elected time.Duration // vertical dotted line; 0: none
+	// Model holds predicted mean latencies in ms per window ("before", "after") and DC,
+	// drawn as dashed horizontal lines in the DC's colour: "before" up to the crash,
+	// "after" from the crash on.
+	Model    map[string]map[string]float64
+	YMaxMS   float64 // clip the y axis (the crash spike can dwarf the rest); 0: automatic
+	WidthPx  int     // default 1200
+	HeightPx int     // default 600
+}
+
+// pngDPI is the resolution gonum/plot renders PNGs at: pixels = inches × 96.
+const pngDPI = 96
+
+// PlotTimeSeries draws latency per DC over time and saves it to path (.png or .svg).
+func PlotTimeSeries(s *Series, o PlotOptions, path string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".png" && ext != ".svg" {
+		return fmt.Errorf("analysis: plot %s: want a .png or .svg file", path)
+	}
+	if len(s.DCs) == 0 {
+		return fmt.Errorf("analysis: plot %s: empty series", path)
+	}
+	if o.WidthPx <= 0 {
+		o.WidthPx = 1200
+	}
+	if o.HeightPx <= 0 {
+		o.HeightPx = 600
+	}
+	p := plot.New()
+	p.Title.Text = o.Title
+	p.X.Label.Text = "time since start (s)"
+	p.Y.Label.Text = fmt.Sprintf("mean latency per %v (ms)", s.Bucket)
+	p.X.Tick.Marker = plot.TickerFunc(niceTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(niceTicks)
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Y.Min = 0
+
+	var tmax, ymax float64
+	for i, dc := range s.DCs {
+		var xys plotter.XYs
+		for _, pt := range s.Points[dc] {
+			if pt.Count > 0 {
+				xys = append(xys, plotter.XY{X: pt.T, Y: pt.MeanMS})
+				tmax, ymax = max(tmax, pt.T), max(ymax, pt.MeanMS)
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return fmt.Errorf("analysis: plot: %w", err)
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		p.Legend.Add(dc, l)
+	}
+	tmax += s.Bucket.Seconds() / 2
+	crash := o.Crash.Seconds()
+	for i, dc := range s.DCs {
+		labeled := false
+		for _, w := range []string{"before", "after"} {
+			v, ok := o.Model[w][dc]
+			if !ok {
+				continue
+			}
+			from, to := 0.0, tmax
+			if o.Crash > 0 && w == "before" {
+				to = crash
+			} else if o.Crash > 0 {
+				from = crash
+			}
+			l, _ := plotter.NewLine(plotter.XYs{{X: from, Y: v}, {X: to, Y: v}})
+			l.Color = plotutil.Color(i)
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+			p.Add(l)
+			ymax = max(ymax, v)
+			if !labeled {
+				p.Legend.Add(dc+" model", l)
+				labeled = true
+			}
+		}
+	}
+	if o.YMaxMS > 0 {
+		p.Y.Max = o.YMaxMS
+		ymax = o.YMaxMS
+	}
+	vline := func(at time.Duration, label string, dashes []vg.Length, c color.Color) {
+		if at <= 0 {
+			return
+		}
+		l, _ := plotter.NewLine(plotter.XYs{{X: at.Seconds(), Y: 0}, {X: at.Seconds(), Y: ymax}})
+		l.Color, l.Dashes, l.Width = c, dashes, vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(label, l)
+	}
+	vline(o.Crash, "leader crash", nil, color.Black)
+	vline(o.Elected, "new leader elected", []vg.Length{vg.Points(2), vg.Points(2)}, color.Gray{Y: 110})
+
+	w := vg.Length(o.WidthPx) * vg.Inch / pngDPI
+	h := vg.Length(o.HeightPx) * vg.Inch / pngDPI
+	if err := p.Save(w, h, path); err != nil {
+		return fmt.Errorf("analysis: saving plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// niceTicks labels an axis every 1, 2 or 5 × 10^k units: ten labels at most.
+func niceTicks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	mag := math.Pow(10, math.Floor(math.Log10((hi-lo)/10)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 5} {
+		if (hi-lo)/(m*mag) <= 10 {
+			step = m * mag
+			break
+		}
+	}
+	decimals := max(0, int(-math.Floor(math.Log10(step))))
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step); i*step <= hi; i++ {
+		v := i * step
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
+	}
+	return ticks
+}

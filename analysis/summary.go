@@ -1,0 +1,237 @@
+package analysis
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/polebench/polebench/workload"
+)
+
+// Input is what Summarize needs: the records, the runner's events and, optionally, the
+// model's predictions and the read-back verdict.
+type Input struct {
+	Records []workload.Record
+	Events  Events
+	Settle  time.Duration // default DefaultSettle
+	// Model holds the analytic model's predicted mean latency in ms per window name
+	// ("before", "after") and DC (All allowed); each lands next to the measured mean.
+	Model                  map[string]map[string]float64
+	LostAcknowledgedWrites int
+	OfferedRate            float64 // req/s configured
+}
+
+// Span is a window in seconds from the run's start.
+type Span struct {
+	From float64 `json:"from_s"`
+	To   float64 `json:"to_s"`
+}
+
+// Requests counts outcomes over the whole run.
+type Requests struct {
+	OK      int `json:"ok"`
+	Failed  int `json:"failed"`
+	Unknown int `json:"unknown"`
+}
+
+// LagMS is the send lag (sent − intended) in ms.
+type LagMS struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Summary is a run's summary.json.
+type Summary struct {
+	InitialLeader int      `json:"initial_leader"`
+	NewLeader     int      `json:"new_leader"`
+	ElectionMS    *float64 `json:"election_ms"` // crash → new leader elected; null without both
+	RecoveryMS    *float64 `json:"recovery_ms"` // LEADING → first request processed
+	Windows       struct {
+		Before *Span `json:"before,omitempty"`
+		After  *Span `json:"after,omitempty"`
+	} `json:"windows"`
+	// LatencyMS holds, per window name and DC (and All), the measured latency stats.
+	LatencyMS              map[string]map[string]LatencyStats `json:"latency_ms"`
+	Requests               Requests                           `json:"requests"`
+	LostAcknowledgedWrites int                                `json:"lost_acknowledged_writes"`
+	SendLagMS              LagMS                              `json:"send_lag_ms"` // over the before and after windows
+	OfferedRate            float64                            `json:"offered_rate"`
+	ScheduledRate          float64                            `json:"scheduled_rate"`
+	AchievedRate           float64                            `json:"achieved_rate"`
+}
+
+// Summarize computes a run's summary.
+func Summarize(in Input) (*Summary, error) {
+	if len(in.Records) == 0 {
+		return nil, errors.New("analysis: summarize: no records")
+	}
+	if in.Settle <= 0 {
+		in.Settle = DefaultSettle
+	}
+	e := in.Events
+	end := e.End
+	if end == 0 {
+		end = lastIntended(in.Records)
+	}
+	windows, err := e.Windows(in.Settle, end)
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader,
+		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites}
+	if e.Crash > 0 && e.Elected > 0 {
+		s.ElectionMS = ptr(ms(e.Elected - e.Crash))
+	}
+	if e.Leading > 0 && e.FirstCommit > 0 {
+		if e.FirstCommit < e.Leading {
+			return nil, fmt.Errorf("analysis: first commit at %v before LEADING at %v", e.FirstCommit, e.Leading)
+		}
+		s.RecoveryMS = ptr(ms(e.FirstCommit - e.Leading))
+	}
+	for _, w := range windows {
+		span := &Span{From: w.From.Seconds(), To: w.To.Seconds()}
+		if w.Name == "before" {
+			s.Windows.Before = span
+		} else {
+			s.Windows.After = span
+		}
+		lat := Latencies(in.Records, w)
+		for dc, model := range in.Model[w.Name] {
+			st, ok := lat[dc]
+			if !ok {
+				return nil, fmt.Errorf("analysis: model prediction for DC %q in window %s, which has no requests there", dc, w.Name)
+			}
+			st.ModelMS = ptr(model)
+			lat[dc] = st
+		}
+		s.LatencyMS[w.Name] = lat
+	}
+	for name := range in.Model {
+		if _, ok := s.LatencyMS[name]; !ok {
+			return nil, fmt.Errorf("analysis: model prediction for window %q, which this run does not have", name)
+		}
+	}
+	st := workload.ComputeStats(in.Records, end, in.OfferedRate)
+	s.Requests = Requests{OK: st.OK, Failed: st.Failed, Unknown: st.Unknown}
+	// The send lag says whether the pacer kept its schedule, so it counts the steady
+	// windows only: during a failover requests wait for a server to take them, which
+	// is latency (measured from the intended time), not a pacer falling behind.
+	var steady []workload.Record
+	for _, r := range in.Records {
+		for _, w := range windows {
+			if w.contains(r.Intended) {
+				steady = append(steady, r)
+				break
+			}
+		}
+	}
+	lag := workload.ComputeStats(steady, 0, 0).SendLag
+	s.SendLagMS = LagMS{P50: ms(lag.P50), P99: ms(lag.P99), Max: ms(lag.Max)}
+	s.OfferedRate, s.ScheduledRate, s.AchievedRate = st.OfferedRate, st.ScheduledRate, st.AchievedRate
+	return s, nil
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// WriteFile writes the summary as indented JSON.
+func (s *Summary) WriteFile(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("analysis: summary: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("analysis: %w", err)
+	}
+	return nil
+}
+
+// ReadSummary reads a summary.json.
+func ReadSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("analysis: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("analysis: %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// Repetitions aggregates the summaries of repeated runs of one configuration.
+type Repetitions struct {
+	N          int  `json:"n"`
+	ElectionMS *Agg `json:"election_ms,omitempty"`
+	RecoveryMS *Agg `json:"recovery_ms,omitempty"`
+	// MeanLatencyMS aggregates each run's mean latency per window and DC.
+	MeanLatencyMS          map[string]map[string]Agg `json:"mean_latency_ms"`
+	P99LatencyMS           map[string]map[string]Agg `json:"p99_latency_ms"`
+	LostAcknowledgedWrites int                       `json:"lost_acknowledged_writes"` // summed
+	NewLeaders             map[int]int               `json:"new_leaders"`              // leader id -> runs
+}
+
+// Aggregate combines the summaries of repetitions. A DC or window aggregates over the
+// runs that measured it (N says how many).
+func AggregateRuns(sums []*Summary) (*Repetitions, error) {
+	if len(sums) == 0 {
+		return nil, errors.New("analysis: no summaries to aggregate")
+	}
+	r := &Repetitions{N: len(sums), MeanLatencyMS: map[string]map[string]Agg{},
+		P99LatencyMS: map[string]map[string]Agg{}, NewLeaders: map[int]int{}}
+	var election, recovery []float64
+	means := map[string]map[string][]float64{}
+	p99s := map[string]map[string][]float64{}
+	for _, s := range sums {
+		if s.ElectionMS != nil {
+			election = append(election, *s.ElectionMS)
+		}
+		if s.RecoveryMS != nil {
+			recovery = append(recovery, *s.RecoveryMS)
+		}
+		r.LostAcknowledgedWrites += s.LostAcknowledgedWrites
+		if s.NewLeader != 0 {
+			r.NewLeaders[s.NewLeader]++
+		}
+		for w, byDC := range s.LatencyMS {
+			if means[w] == nil {
+				means[w], p99s[w] = map[string][]float64{}, map[string][]float64{}
+			}
+			for dc, st := range byDC {
+				if st.Count > 0 {
+					means[w][dc] = append(means[w][dc], st.Mean)
+					p99s[w][dc] = append(p99s[w][dc], st.P99)
+				}
+			}
+		}
+	}
+	var err error
+	agg := func(xs []float64) *Agg {
+		if len(xs) == 0 || err != nil {
+			return nil
+		}
+		a, e := Aggregate(xs)
+		err = e
+		return &a
+	}
+	r.ElectionMS, r.RecoveryMS = agg(election), agg(recovery)
+	for _, w := range slices.Sorted(maps.Keys(means)) {
+		r.MeanLatencyMS[w], r.P99LatencyMS[w] = map[string]Agg{}, map[string]Agg{}
+		for dc, xs := range means[w] {
+			if a := agg(xs); a != nil {
+				r.MeanLatencyMS[w][dc] = *a
+			}
+			if a := agg(p99s[w][dc]); a != nil {
+				r.P99LatencyMS[w][dc] = *a
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,62 @@
+// Package cluster starts, stops, kills and inspects replica clusters on a backend:
+// local (nodes in this process on loopback), netns (processes in network namespaces),
+// docker (containers). Every backend gives the harness the same view: client and admin
+// addresses per server, kill and restart, and cleanup of everything it made.
+package cluster
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/topology"
+)
+
+// Server is one replica as clients and the harness reach it.
+type Server struct {
+	ID     int    `json:"id"`
+	DC     string `json:"dc"`
+	Client string `json:"client"` // host:port for ZooKeeper clients
+	Admin  string `json:"admin"`  // host:port of the admin HTTP endpoint (GET /events, /status)
+}
+
+// Cluster is a running set of replicas.
+type Cluster interface {
+	Servers() []Server
+	// Kill stops server id at once, like SIGKILL: nothing unsynced survives.
+	Kill(ctx context.Context, id int) error
+	// Restart starts a killed server again from its data directory.
+	Restart(ctx context.Context, id int) error
+	Alive(id int) bool
+	// Links says how the link plan is applied: "kernel" (tc-netem) or "user-space".
+	Links() string
+	// CollectLogs copies each server's log into dir as p<ID>.log.
+	CollectLogs(ctx context.Context, dir string) error
+	// Close stops every server and removes everything the cluster created.
+	Close(ctx context.Context) error
+}
+
+// Flavors of replica.
+const (
+	Poled     = "poled"
+	ZooKeeper = "zookeeper"
+)
+
+// Options describe the cluster to start.
+type Options struct {
+	Topology *topology.Topology
+	Oracle   topology.Oracle
+	// InitialLeader, if set, is elected in the cluster's first election whatever the
+	// oracle (the paper's runs all start with p5 leading).
+	InitialLeader int
+	Flavor        string // Poled (default) or ZooKeeper
+	Plan          netem.Plan
+	DataRoot      string // each server keeps its files in DataRoot/p<ID>
+	Fsync         bool
+	// PreloadMB fills every server's tree with that much data before the run.
+	PreloadMB int
+	// Label marks everything a backend creates (namespaces, containers, networks) so a
+	// later `polebench cluster down` finds leftovers of a crashed harness.
+	Label  string
+	Logger *slog.Logger
+}

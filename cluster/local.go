@@ -1,0 +1,220 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/replica"
+)
+
+// Local runs every server as a poled node inside this process, on loopback, with the
+// link plan applied in user space by each node's peer transport. It needs nothing:
+// no root, no Docker, no kernel netem. It is the embedded default backend.
+type Local struct {
+	opts    Options
+	log     *slog.Logger
+	root    string
+	ownRoot bool // root was made here and is removed on Close
+	cfgs    map[int]replica.Config
+
+	mu    sync.Mutex
+	nodes map[int]*replica.Node
+	logs  map[int]*os.File
+}
+
+// NewLocal starts the cluster and returns once every node listens.
+func NewLocal(ctx context.Context, opts Options) (_ *Local, err error) {
+	if opts.Flavor != "" && opts.Flavor != Poled {
+		return nil, fmt.Errorf("the local backend runs only the %s flavor, not %q", Poled, opts.Flavor)
+	}
+	if opts.Topology == nil {
+		return nil, errors.New("local backend: no topology")
+	}
+	l := &Local{opts: opts, log: opts.Logger, root: opts.DataRoot, cfgs: map[int]replica.Config{},
+		nodes: map[int]*replica.Node{}, logs: map[int]*os.File{}}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.root == "" {
+		if l.root, err = os.MkdirTemp("", "polebench-local-"); err != nil {
+			return nil, err
+		}
+		l.ownRoot = true
+	}
+	if err := os.MkdirAll(l.root, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			l.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	planPath := ""
+	if len(opts.Plan.Links) > 0 {
+		planPath = filepath.Join(l.root, "links.json")
+		if err := netem.WritePlan(planPath, opts.Plan); err != nil {
+			return nil, err
+		}
+	}
+	// Reserve every port first: each node's config lists all of them.
+	lns := map[int]replica.Listeners{}
+	var peers []replica.Peer
+	for _, id := range opts.Topology.Servers() {
+		var ls [4]net.Listener
+		for i := range ls {
+			if ls[i], err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				return nil, fmt.Errorf("reserve a port: %w", err)
+			}
+		}
+		port := func(i int) int { return ls[i].Addr().(*net.TCPAddr).Port }
+		lns[id] = replica.Listeners{Client: ls[0], Peer: ls[1], Election: ls[2], Admin: ls[3]}
+		peers = append(peers, replica.Peer{ID: id, Host: "127.0.0.1", ClientPort: port(0), PeerPort: port(1), ElectionPort: port(2), AdminPort: port(3)})
+	}
+	for _, id := range opts.Topology.Servers() {
+		l.cfgs[id] = replica.Config{
+			ID: id, Servers: peers, DataDir: filepath.Join(l.root, fmt.Sprintf("p%d", id)),
+			Oracle: opts.Oracle, InitialLeader: opts.InitialLeader, Fsync: opts.Fsync,
+			PreloadMB: opts.PreloadMB, LinkPlan: planPath,
+		}
+	}
+	for _, id := range opts.Topology.Servers() {
+		if err := l.start(ctx, id, lns[id]); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (l *Local) start(ctx context.Context, id int, lns replica.Listeners) error {
+	cfg := l.cfgs[id]
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(l.root, fmt.Sprintf("p%d.log", id)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Each node lives as long as the cluster, not as long as the caller's ctx.
+	n, err := replica.Start(context.WithoutCancel(ctx), cfg, lns, log)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("start p%d: %w", id, err)
+	}
+	l.mu.Lock()
+	l.nodes[id], l.logs[id] = n, f
+	l.mu.Unlock()
+	return nil
+}
+
+// Servers lists the servers and their addresses.
+func (l *Local) Servers() []Server {
+	var out []Server
+	for _, id := range l.opts.Topology.Servers() {
+		self := l.cfgs[id].Self()
+		out = append(out, Server{ID: id, DC: l.opts.Topology.DC(id), Client: self.ClientAddr(), Admin: self.AdminAddr()})
+	}
+	return out
+}
+
+// Kill stops server id at once.
+func (l *Local) Kill(_ context.Context, id int) error {
+	l.mu.Lock()
+	n, f := l.nodes[id], l.logs[id]
+	delete(l.nodes, id)
+	delete(l.logs, id)
+	l.mu.Unlock()
+	if n == nil {
+		return fmt.Errorf("p%d is not running", id)
+	}
+	n.Stop()
+	f.Close()
+	return nil
+}
+
+// Restart starts a killed server again from its data directory, on the same ports.
+func (l *Local) Restart(ctx context.Context, id int) error {
+	if l.Alive(id) {
+		return fmt.Errorf("p%d is running", id)
+	}
+	if _, ok := l.cfgs[id]; !ok {
+		return fmt.Errorf("no server p%d", id)
+	}
+	return l.start(ctx, id, replica.Listeners{})
+}
+
+// Alive reports whether server id runs.
+func (l *Local) Alive(id int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nodes[id] != nil
+}
+
+// Node returns the running node id, for in-process inspection.
+func (l *Local) Node(id int) *replica.Node {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nodes[id]
+}
+
+// Links: the local backend always emulates links in user space.
+func (l *Local) Links() string { return "user-space" }
+
+// CollectLogs copies each server's log into dir.
+func (l *Local) CollectLogs(_ context.Context, dir string) error {
+	var errs []error
+	for _, id := range l.opts.Topology.Servers() {
+		name := fmt.Sprintf("p%d.log", id)
+		if err := copyFile(filepath.Join(l.root, name), filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops every node and removes the data it made.
+func (l *Local) Close(context.Context) error {
+	l.mu.Lock()
+	nodes, logs := l.nodes, l.logs
+	l.nodes, l.logs = map[int]*replica.Node{}, map[int]*os.File{}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for id, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Stop()
+			logs[id].Close()
+		}()
+	}
+	wg.Wait()
+	if l.ownRoot {
+		return os.RemoveAll(l.root)
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,514 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// The netns backend's network, for a cluster labelled L with servers 1..N:
+//
+//	host namespace          switch namespace pb-L-sw        server namespace pb-L-p<ID>
+//	pb<hash(L)>  ─veth─  host ┐                              (one per server)
+//	10.215.k.1/24             ├─ bridge br0 ─ p<ID> ─veth─ eth0 10.215.k.(10+ID)/24
+//
+// The bridge lives in its own namespace, not in the host's: with br_netfilter loaded
+// (Docker loads it) bridged frames go through the host's iptables FORWARD chain, whose
+// policy Docker sets to DROP, so servers on a host bridge could not reach each other.
+// A fresh namespace has an empty firewall. The host keeps one veth with an address in
+// the cluster's /24, so the harness reaches every server directly. Namespaces are named
+// (bind-mounted under /run/netns, so `ip netns` lists them) and the host veth carries
+// the label in its alias: NetnsDown finds both after a crash.
+const (
+	netnsDir         = "/run/netns"
+	netnsNamePrefix  = "pb-"
+	netnsSwitch      = "sw"
+	netnsAliasPrefix = "polebench-netns:"
+	netnsBridge      = "br0"
+	netnsUplink      = "host" // the switch's end of the host veth
+	netnsDev         = "eth0" // a server's end of its veth
+	netnsHostOctet   = 1
+	netnsFirstOctet  = 10 // server id i gets .(10+i)
+	netnsMaxServers  = 240
+)
+
+// netnsSubnets is where cluster subnets come from: 10.215.k.0/24.
+var netnsSubnets = netip.MustParsePrefix("10.215.0.0/16")
+
+var netnsLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$`)
+
+func netnsCheckLabel(label string) error {
+	if !netnsLabelRE.MatchString(label) {
+		return fmt.Errorf("netns: label %q: want 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit", label)
+	}
+	return nil
+}
+
+func netnsName(label string, id int) string {
+	if id == 0 {
+		return netnsNamePrefix + label + "-" + netnsSwitch
+	}
+	return netnsNamePrefix + label + "-p" + strconv.Itoa(id)
+}
+
+// netnsParseName splits a namespace name made by netnsName; id 0 is the switch.
+func netnsParseName(name string) (label string, id int, ok bool) {
+	rest, ok := strings.CutPrefix(name, netnsNamePrefix)
+	if !ok {
+		return "", 0, false
+	}
+	if l, ok := strings.CutSuffix(rest, "-"+netnsSwitch); ok {
+		return l, 0, netnsCheckLabel(l) == nil
+	}
+	i := strings.LastIndex(rest, "-p")
+	if i < 0 {
+		return "", 0, false
+	}
+	id, err := strconv.Atoi(rest[i+2:])
+	if err != nil || id < 1 || strconv.Itoa(id) != rest[i+2:] {
+		return "", 0, false
+	}
+	return rest[:i], id, netnsCheckLabel(rest[:i]) == nil
+}
+
+// netnsHostVeth is the host's interface of a cluster: interface names are at most 15
+// bytes, so it carries a hash of the label (the alias carries the label itself).
+func netnsHostVeth(label string) string {
+	sum := sha256.Sum256([]byte(label))
+	return "pb" + strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:10])
+}
+
+func netnsAlias(label string) string { return netnsAliasPrefix + label }
+
+// netnsNet is the network of one cluster.
+type netnsNet struct {
+	label  string
+	prefix netip.Prefix
+	sw     netns.NsHandle
+	ns     map[int]netns.NsHandle
+	addrs  map[int]netip.Addr
+}
+
+func (n *netnsNet) hostAddr() netip.Addr { return netnsOctet(n.prefix, netnsHostOctet) }
+
+func netnsOctet(p netip.Prefix, last int) netip.Addr {
+	a := p.Addr().As4()
+	a[3] = byte(last)
+	return netip.AddrFrom4(a)
+}
+
+// netnsOnThread runs f on a locked OS thread and then puts the thread back into its
+// original network namespace, so a namespace change inside f never leaks into other
+// goroutines. If that fails the thread stays locked and the runtime retires it with
+// the goroutine. (Never leave this to thread retirement alone: when the goroutine
+// happens to run on the main thread, the runtime parks that thread instead, and the
+// whole process then shows as inside the namespace in /proc/PID/ns/net.)
+func netnsOnThread(f func() error) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			ch <- fmt.Errorf("current network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		err = f()
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- err
+	}()
+	return <-ch
+}
+
+// netnsNewNamed creates namespace name, bind-mounted under /run/netns.
+func netnsNewNamed(name string) (netns.NsHandle, error) {
+	ns := netns.None()
+	err := netnsOnThread(func() error {
+		var err error
+		ns, err = netns.NewNamed(name)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return ns, fmt.Errorf("network namespace %s already exists (a running cluster with this label, or leftovers: polebench cluster down): %w", name, err)
+		}
+		return ns, fmt.Errorf("create network namespace %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+// netnsDeleteNamed unmounts and removes a named namespace (false: there was none); the
+// kernel frees it once no process or handle holds it.
+func netnsDeleteNamed(name string) (bool, error) {
+	path := filepath.Join(netnsDir, name)
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	// EINVAL: not a mount point (a half-made namespace); the file still goes.
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		return false, fmt.Errorf("unmount network namespace %s: %w", name, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("remove network namespace %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// netnsInode is the namespace's identity, as /proc/PID/ns/net shows it.
+func netnsInode(ns netns.NsHandle) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ns), &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// netnsChooseSubnet picks a /24 of netnsSubnets, starting at one derived from the label,
+// that overlaps no route (any table) and no address of the host namespace.
+func netnsChooseSubnet(h *netlink.Handle, label string) (netip.Prefix, error) {
+	routes, err := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("list host routes: %w", err)
+	}
+	var used []netip.Prefix
+	for _, r := range routes {
+		if r.Dst != nil {
+			if p, ok := netnsPrefixOf(r.Dst); ok {
+				used = append(used, p)
+			}
+		}
+	}
+	addrs, err := h.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("list host addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if p, ok := netnsPrefixOf(a.IPNet); ok {
+			used = append(used, p)
+		}
+	}
+	sum := sha256.Sum256([]byte(label))
+	base := netnsSubnets.Addr().As4()
+	for i := range 256 {
+		b := base
+		b[2] = sum[0] + byte(i)
+		p := netip.PrefixFrom(netip.AddrFrom4(b), 24)
+		free := true
+		for _, u := range used {
+			if u.Bits() > 0 && u.Overlaps(p) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, fmt.Errorf("no free /24 in %s: every one overlaps a host route", netnsSubnets)
+}
+
+func netnsPrefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones).Masked(), true
+}
+
+// netnsLock serialises subnet choice between harness processes: the lock is held until
+// the new subnet's route exists.
+func netnsLock() (unlock func(), err error) {
+	f, err := os.OpenFile("/run/polebench-netns.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// netnsCreate builds the network of a cluster with servers ids. On error it removes
+// what it made, and only that.
+func netnsCreate(label string, ids []int) (_ *netnsNet, err error) {
+	found, err := netnsList()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range found {
+		if f.label == label {
+			return nil, fmt.Errorf("network namespace %s exists: a netns cluster labelled %q is running, or left over (polebench cluster down %s)", f.name, label, label)
+		}
+	}
+	n := &netnsNet{label: label, sw: netns.None(), ns: map[int]netns.NsHandle{}, addrs: map[int]netip.Addr{}}
+	var made []string
+	hostVeth := false
+	defer func() {
+		if err != nil {
+			n.close()
+			_, tdErr := netnsTeardown(label, made, hostVeth)
+			err = errors.Join(err, tdErr)
+		}
+	}()
+	host, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	defer host.Close()
+
+	if n.sw, err = netnsNewNamed(netnsName(label, 0)); err != nil {
+		return nil, err
+	}
+	made = append(made, netnsName(label, 0))
+	sw, err := netlink.NewHandleAt(n.sw, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink in %s: %w", netnsName(label, 0), err)
+	}
+	defer sw.Close()
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: netnsBridge}}
+	if err := sw.LinkAdd(br); err != nil {
+		return nil, fmt.Errorf("create bridge in %s: %w", netnsName(label, 0), err)
+	}
+	if err := netnsUp(sw, netnsBridge, "lo"); err != nil {
+		return nil, err
+	}
+
+	unlock, err := netnsLock()
+	if err != nil {
+		return nil, err
+	}
+	hostVeth = true
+	err = n.uplink(host, sw, br)
+	unlock()
+	if err != nil {
+		return nil, err
+	}
+
+	for _, id := range ids {
+		made = append(made, netnsName(label, id))
+		if err := n.server(sw, br, id); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// uplink connects the host to the bridge; the caller holds netnsLock.
+func (n *netnsNet) uplink(host, sw *netlink.Handle, br netlink.Link) error {
+	var err error
+	if n.prefix, err = netnsChooseSubnet(host, n.label); err != nil {
+		return err
+	}
+	name := netnsHostVeth(n.label)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: netnsUplink, PeerNamespace: netlink.NsFd(n.sw)}
+	if err := host.LinkAdd(veth); err != nil {
+		return fmt.Errorf("create host veth %s: %w", name, err)
+	}
+	// The kernel ignores an alias in the create request.
+	if err := host.LinkSetAlias(veth, netnsAlias(n.label)); err != nil {
+		return fmt.Errorf("label host veth %s: %w", name, err)
+	}
+	if err := netnsAttach(sw, netnsUplink, br); err != nil {
+		return err
+	}
+	if err := netnsAddr(host, name, netip.PrefixFrom(n.hostAddr(), 24)); err != nil {
+		return err
+	}
+	return netnsUp(host, name)
+}
+
+// server makes server id's namespace and connects it to the bridge.
+func (n *netnsNet) server(sw *netlink.Handle, br netlink.Link, id int) error {
+	name := netnsName(n.label, id)
+	ns, err := netnsNewNamed(name)
+	if err != nil {
+		return err
+	}
+	n.ns[id] = ns
+	port := "p" + strconv.Itoa(id)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: netnsDev, PeerNamespace: netlink.NsFd(ns)}
+	if err := sw.LinkAdd(veth); err != nil {
+		return fmt.Errorf("create veth %s for %s: %w", port, name, err)
+	}
+	if err := netnsAttach(sw, port, br); err != nil {
+		return err
+	}
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", name, err)
+	}
+	defer h.Close()
+	addr := netnsOctet(n.prefix, netnsFirstOctet+id)
+	if err := netnsAddr(h, netnsDev, netip.PrefixFrom(addr, 24)); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := netnsUp(h, "lo", netnsDev); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	n.addrs[id] = addr
+	return nil
+}
+
+func netnsAttach(h *netlink.Handle, name string, br netlink.Link) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", name, err)
+	}
+	if err := h.LinkSetMaster(l, br); err != nil {
+		return fmt.Errorf("attach %s to %s: %w", name, netnsBridge, err)
+	}
+	return netnsUp(h, name)
+}
+
+func netnsUp(h *netlink.Handle, names ...string) error {
+	for _, name := range names {
+		l, err := h.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("interface %s: %w", name, err)
+		}
+		if err := h.LinkSetUp(l); err != nil {
+			return fmt.Errorf("set %s up: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func netnsAddr(h *netlink.Handle, name string, p netip.Prefix) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", name, err)
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 32)}}
+	if err := h.AddrAdd(l, a); err != nil {
+		return fmt.Errorf("address %s on %s: %w", p, name, err)
+	}
+	return nil
+}
+
+func (n *netnsNet) close() {
+	for _, ns := range n.ns {
+		ns.Close()
+	}
+	if n.sw.IsOpen() {
+		n.sw.Close()
+	}
+	n.sw = netns.None()
+	n.ns = map[int]netns.NsHandle{}
+}
+
+// netnsTeardown removes namespaces names of cluster label and, with hostVeth, the
+// host's veth, and says what it removed. Links in the switch namespace go first, so
+// that nothing waits for the kernel's asynchronous namespace cleanup. Missing pieces
+// are fine: it also cleans half-made networks and leftovers of a crash.
+func netnsTeardown(label string, names []string, hostVeth bool) (removed []string, _ error) {
+	var errs []error
+	if hostVeth {
+		if host, err := netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			errs = append(errs, fmt.Errorf("netlink: %w", err))
+		} else {
+			if l, err := host.LinkByName(netnsHostVeth(label)); err == nil && l.Attrs().Alias == netnsAlias(label) {
+				if err := host.LinkDel(l); err != nil {
+					errs = append(errs, fmt.Errorf("delete host veth %s: %w", l.Attrs().Name, err))
+				} else {
+					removed = append(removed, "host veth "+l.Attrs().Name)
+				}
+			}
+			host.Close()
+		}
+	}
+	swName := netnsName(label, 0)
+	if slices.Contains(names, swName) {
+		links, err := netnsFlush(swName)
+		removed = append(removed, links...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range names {
+		ok, err := netnsDeleteNamed(name)
+		if err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			removed = append(removed, "namespace "+name)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// netnsFlush deletes every link but lo in namespace name (the bridge, its ports).
+func netnsFlush(name string) (removed []string, _ error) {
+	ns, err := netns.GetFromPath(filepath.Join(netnsDir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink in %s: %w", name, err)
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("list links in %s: %w", name, err)
+	}
+	var errs []error
+	for _, l := range links {
+		if l.Attrs().Name == "lo" {
+			continue
+		}
+		// Deleting one end of a veth deletes the other: ENODEV is a peer already gone.
+		if err := h.LinkDel(l); err == nil {
+			removed = append(removed, fmt.Sprintf("%s %s in %s", l.Type(), l.Attrs().Name, name))
+		} else if !errors.Is(err, unix.ENODEV) {
+			errs = append(errs, fmt.Errorf("delete %s in %s: %w", l.Attrs().Name, name, err))
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// netnsFound is one namespace of ours under /run/netns.
+type netnsFound struct {
+	name, label string
+	id          int // 0: the switch
+}
+
+func netnsList() ([]netnsFound, error) {
+	ents, err := os.ReadDir(netnsDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", netnsDir, err)
+	}
+	var out []netnsFound
+	for _, e := range ents {
+		if label, id, ok := netnsParseName(e.Name()); ok {
+			out = append(out, netnsFound{e.Name(), label, id})
+		}
+	}
+	return out, nil
+}

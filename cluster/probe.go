@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/polebench/polebench/replica"
+)
+
+var httpClient = &http.Client{Timeout: 3 * time.Second}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// NodeStatus asks a poled's admin endpoint for its state.
+func NodeStatus(ctx context.Context, s Server) (replica.Status, error) {
+	var st replica.Status
+	err := getJSON(ctx, "http://"+s.Admin+"/status", &st)
+	return st, err
+}
+
+// NodeEvents asks a poled's admin endpoint for its event timeline.
+func NodeEvents(ctx context.Context, s Server) ([]replica.Event, error) {
+	var ev []replica.Event
+	err := getJSON(ctx, "http://"+s.Admin+"/events", &ev)
+	return ev, err
+}
+
+// Mode asks a server's client port for its mode with the four-letter word srvr,
+// which poled and Apache ZooKeeper answer alike: "leader", "follower", "standalone".
+func Mode(ctx context.Context, s Server) (string, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", s.Client)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := c.Write([]byte("srvr")); err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		if mode, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return strings.TrimSpace(mode), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("p%d answered srvr without a Mode line (not serving?)", s.ID)
+}
+
+// WaitLeader polls the servers until exactly one says it leads and serves, and
+// returns its id. alive filters the servers to ask (nil: all).
+func WaitLeader(ctx context.Context, servers []Server, alive func(int) bool) (int, error) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		leaders := 0
+		id := 0
+		for _, s := range servers {
+			if alive != nil && !alive(s.ID) {
+				continue
+			}
+			mode, err := Mode(ctx, s)
+			if err != nil {
+				last = err
+				continue
+			}
+			if mode == "leader" {
+				leaders++
+				id = s.ID
+			}
+		}
+		if leaders == 1 {
+			return id, nil
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return 0, fmt.Errorf("no leader: %w (last error: %v)", ctx.Err(), last)
+			}
+			return 0, fmt.Errorf("no leader: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitServing polls until every server (that alive accepts; nil: all) answers srvr
+// with a mode, i.e. has a leader and is in sync.
+func WaitServing(ctx context.Context, servers []Server, alive func(int) bool) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var last error
+		for _, s := range servers {
+			if alive != nil && !alive(s.ID) {
+				continue
+			}
+			if _, err := Mode(ctx, s); err != nil {
+				last = fmt.Errorf("p%d: %w", s.ID, err)
+				break
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("servers not serving: %w (%v)", ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}

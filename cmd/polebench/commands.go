@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/polebench/polebench/experiments"
+)
+
+// version is set at build time: -ldflags "-X main.version=...".
+var version = "dev"
+
+// command is one subcommand. run gets the arguments after the subcommand's name and
+// returns an error to print (exit 1), or errUsage after printing usage (exit 2).
+type command struct {
+	name, args, summary string
+	run                 func(args []string, stdout, stderr io.Writer) error
+}
+
+var errUsage = errors.New("usage")
+
+func commands() []command {
+	return []command{
+		{"run", "SPEC [--out DIR] [overrides]", "run an experiment end to end and write its run directory", runRun},
+		{"model", "SPEC [--json] [overrides]", "print the analytic model's scores, predicted latencies and winners", runModel},
+		{"cluster", "up SPEC | down [LABEL]", "start a spec's cluster until interrupted; clean up leftovers", runCluster},
+		{"netem", "probe | apply SPEC | show | clear", "kernel netem: probe this kernel; apply, show, clear a netns cluster's links", runNetem},
+		{"image", "build", "build the poled Docker image FROM scratch (no registry)", runImage},
+		{"version", "", "print the version", func(_ []string, stdout, _ io.Writer) error {
+			_, err := fmt.Fprintf(stdout, "polebench %s\n", version)
+			return err
+		}},
+		{"help", "[COMMAND]", "show this help, or a command's flags", runHelp},
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	}
+	for _, c := range commands() {
+		if c.name != name {
+			continue
+		}
+		err := c.run(args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+			return 2
+		default:
+			fmt.Fprintf(stderr, "polebench %s: %v\n", name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "polebench: unknown command %q\n\n", name)
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "polebench reproduces the evaluation of POLE (leader election by application scores).\n\nUsage:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  polebench %-8s %-26s %s\n", c.name, c.args, c.summary)
+	}
+	fmt.Fprintf(w, "\nSPEC is a spec file or a shipped spec: %s.\n", strings.Join(experiments.ShippedNames(), ", "))
+	fmt.Fprintf(w, "Run 'polebench help COMMAND' for a command's flags.\n")
+}
+
+func runHelp(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stdout)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] && c.name != "help" {
+			if err := c.run([]string{"-h"}, stdout, stdout); !errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return nil
+		}
+	}
+	fmt.Fprintf(stderr, "polebench help: unknown command %q\n", args[0])
+	return errUsage
+}
+
+// newFlags is a flag set whose usage names the command; errors and help go to stderr.
+func newFlags(name, args, summary string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: polebench %s %s\n\n%s.\n\nFlags:\n", name, args, summary)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// overrideFlags registers one flag per spec override; the returned slice collects the
+// settings in command-line order.
+func overrideFlags(fs *flag.FlagSet) *[]experiments.Setting {
+	var sets []experiments.Setting
+	for _, o := range experiments.Overrides() {
+		fs.Func(o.Name, "override: "+o.Usage, func(v string) error {
+			sets = append(sets, experiments.Setting{Name: o.Name, Value: v})
+			return nil
+		})
+	}
+	return &sets
+}
+
+// specArg parses args (flags anywhere, one positional SPEC), then resolves SPEC (a
+// file or a shipped name) and applies the override flags registered with sets.
+func specArg(fs *flag.FlagSet, args []string, sets *[]experiments.Setting) (*experiments.Spec, error) {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return nil, errUsage
+	}
+	spec, err := experiments.Resolve(pos[0])
+	if err != nil {
+		return nil, err
+	}
+	return spec.With(*sets...)
+}
+
+// flagError maps a flag parse error, which the flag set has already printed with its
+// usage, to an exit status of 2.
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return errUsage
+}
+
+// parseInterleaved parses flags that may come before or after positional arguments
+// (the standard flag package stops at the first positional one).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/topology"
+)
+
+const modelSummary = "Print the analytic model for a spec: every live server's scores and the latency it would give as leader after the initial leader crashes, who each oracle elects, and the prediction before the crash"
+
+func runModel(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("model", "SPEC [--json] [overrides]", modelSummary, stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	spec, err := specArg(fs, args, overrideFlags(fs))
+	if err != nil {
+		return err
+	}
+	p, err := spec.Model()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeModelJSON(stdout, p)
+	}
+	var buf bytes.Buffer
+	if err := writeModelTable(&buf, spec, p); err != nil {
+		return err
+	}
+	_, err = stdout.Write(trimLines(buf.Bytes()))
+	return err
+}
+
+// trimLines drops the trailing blanks tabwriter leaves after an empty last cell.
+func trimLines(b []byte) []byte {
+	lines := bytes.Split(b, []byte("\n"))
+	for i, l := range lines {
+		lines[i] = bytes.TrimRight(l, " ")
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
+type jsonServer struct {
+	ID          int                `json:"id"`
+	DC          string             `json:"dc"`
+	ThetaC      float64            `json:"theta_c_ms"`
+	ThetaL      float64            `json:"theta_l_ms"`
+	ThetaW      float64            `json:"theta_w_ms"`
+	ThetaR      float64            `json:"theta_r"`
+	LatencyByDC map[string]float64 `json:"latency_ms_by_dc"`
+	Mean        float64            `json:"mean_latency_ms"`
+	Worst       float64            `json:"worst_latency_ms"`
+}
+
+type jsonModel struct {
+	Servers []jsonServer     `json:"servers"`
+	Elected map[string]int   `json:"elected"`
+	Ties    map[string][]int `json:"ties"`
+	Before  jsonServer       `json:"before"`
+}
+
+// round3 keeps JSON readable: a microsecond is far below what the model can claim.
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+func toJSON(c topology.Candidate) jsonServer {
+	by := map[string]float64{}
+	for k, v := range c.LatencyByDC {
+		by[k] = round3(v)
+	}
+	return jsonServer{
+		ID: c.ID, DC: c.DC,
+		ThetaC: round3(c.ThetaC), ThetaL: round3(c.ThetaL), ThetaW: round3(c.ThetaW), ThetaR: round3(c.ThetaR),
+		LatencyByDC: by, Mean: round3(c.Mean), Worst: round3(c.Worst),
+	}
+}
+
+func writeModelJSON(w io.Writer, p *topology.Prediction) error {
+	out := jsonModel{Elected: map[string]int{}, Ties: map[string][]int{}, Before: toJSON(p.Before)}
+	for _, c := range p.After.Candidates {
+		out.Servers = append(out.Servers, toJSON(c))
+	}
+	for _, e := range p.Elections {
+		out.Elected[e.Oracle] = e.Leader
+		if e.Tied != nil {
+			out.Ties[e.Oracle] = e.Tied
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func writeModelTable(w io.Writer, s *experiments.Spec, p *topology.Prediction) error {
+	t := p.After.Topo
+	var dcs []string
+	var rates []string
+	for _, d := range t.DCs() {
+		dcs = append(dcs, d.Name)
+		ep := d.Endpoint
+		if ep == "" {
+			ep = "-"
+		}
+		var ids []string
+		for _, id := range d.Servers {
+			ids = append(ids, topology.Name(id))
+		}
+		rates = append(rates, fmt.Sprintf("  %-4s %-8s %-14s %7.1f req/s", d.Name, ep, strings.Join(ids, ","), t.Rates[d.Name]))
+	}
+	fmt.Fprintf(w, "%s (%s)\n", s.Name, s.File)
+	fmt.Fprintf(w, "%d servers (quorum %d), intra-DC RTT %.2f ms, lambda_T %.1f req/s, oracle %s\n",
+		t.N(), topology.Quorum(t.N()), t.IntraRTT, t.LambdaT(), s.Oracle.Name)
+	fmt.Fprintln(w, strings.Join(rates, "\n"))
+
+	fmt.Fprintf(w, "\nBefore the crash: %s leads, all servers live (ms)\n", topology.Name(p.Before.ID))
+	if err := candidateTable(w, dcs, []topology.Candidate{p.Before}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nAfter %s crashes at %v: each live server as leader (ms; theta_r in req/s)\n", topology.Name(s.InitialLeader), s.CrashAt)
+	if err := candidateTable(w, dcs, p.After.Candidates); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nElected after the crash\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range p.Elections {
+		c, _ := p.After.Candidate(e.Leader)
+		note := ""
+		if e.Tied != nil {
+			var ids []string
+			for _, id := range e.Tied {
+				ids = append(ids, topology.Name(id))
+			}
+			note = "tie " + strings.Join(ids, " ") + ": highest id"
+		}
+		mark := ""
+		if e.Oracle == s.Oracle.Name {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "  %s%s\t%s\tmean %.2f\tworst %.2f\t%s\n", e.Oracle, mark, topology.Name(e.Leader), c.Mean, c.Worst, note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "  (* the spec's oracle)\n")
+	return err
+}
+
+func candidateTable(w io.Writer, dcs []string, cs []topology.Candidate) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"server", "DC", "theta_c", "theta_l", "theta_w", "theta_r"}
+	for _, d := range dcs {
+		head = append(head, "lat "+d)
+	}
+	head = append(head, "mean", "worst")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+	for _, c := range cs {
+		row := []string{topology.Name(c.ID), c.DC,
+			fmt.Sprintf("%.2f", c.ThetaC), fmt.Sprintf("%.2f", c.ThetaL), fmt.Sprintf("%.2f", c.ThetaW), fmt.Sprintf("%.1f", c.ThetaR)}
+		for _, d := range dcs {
+			if v, ok := c.LatencyByDC[d]; ok {
+				row = append(row, fmt.Sprintf("%.2f", v))
+			} else {
+				row = append(row, "-")
+			}
+		}
+		row = append(row, fmt.Sprintf("%.2f", c.Mean), fmt.Sprintf("%.2f", c.Worst))
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,201 @@
+package datatree
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"hash/crc32"
+	"strings"
+	"testing"
+
+	"github.com/polebench/polebench/zab"
+)
+
+// smallTree has sessions, ephemerals, sequential and deleted children, data.
+func smallTree(t testing.TB) *Tree {
+	tr := New()
+	for i, txn := range sampleTxns()[:9] {
+		tr.Apply(zab.MakeZxid(1, uint32(i+1)), txn)
+	}
+	return tr
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	for name, tr := range map[string]*Tree{"empty": New(), "small": smallTree(t), "random": randomTree(t)} {
+		b := snapshotBytes(t, tr)
+		got := New()
+		got.Apply(1, Txn{Op: Create("/overwritten", nil, Persistent)})
+		if err := got.ReadSnapshot(bytes.NewReader(b)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(snapshotBytes(t, got), b) {
+			t.Errorf("%s: snapshot does not round-trip", name)
+		}
+		if got.Exists("/overwritten") || got.LastZxid() != tr.LastZxid() ||
+			got.ApproximateSize() != tr.ApproximateSize() || got.EphemeralCount() != tr.EphemeralCount() {
+			t.Errorf("%s: loaded state differs", name)
+		}
+	}
+}
+
+func randomTree(t testing.TB) *Tree {
+	tr := New()
+	for i, txn := range randomTxns(7, 500) {
+		tr.Apply(zab.Zxid(i+1), txn)
+	}
+	return tr
+}
+
+// The golden snapshot pins the format: a change must be deliberate (-update).
+func TestSnapshotGolden(t *testing.T) {
+	golden(t, "snapshot.golden", []byte(hex.Dump(snapshotBytes(t, smallTree(t)))))
+}
+
+func TestReadSnapshotRejects(t *testing.T) {
+	good := snapshotBytes(t, smallTree(t))
+	check := func(name string, b []byte) {
+		t.Helper()
+		tr := smallTree(t)
+		before := snapshotBytes(t, tr)
+		if err := tr.ReadSnapshot(bytes.NewReader(b)); !errors.Is(err, ErrSnapshotCorrupt) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if !bytes.Equal(before, snapshotBytes(t, tr)) {
+			t.Errorf("%s: a failed load changed the tree", name)
+		}
+	}
+	for n := 0; n < len(good); n++ {
+		check("truncated", good[:n])
+	}
+	for i := range good {
+		b := bytes.Clone(good)
+		b[i] ^= 0x20
+		check("flipped", b)
+	}
+	check("trailing", append(bytes.Clone(good), 0))
+	// Structurally wrong but correctly checksummed streams.
+	build := func(f func(w *testWriter)) []byte {
+		w := &testWriter{}
+		w.raw([]byte(snapMagic + "\x01"))
+		w.raw(make([]byte, 8))
+		f(w)
+		return w.finish()
+	}
+	node := func(w *testWriter, path string, owner uint64) {
+		w.str(path)
+		for range 8 {
+			w.uv(0)
+		}
+		w.u64(owner)
+		w.uv(0)
+	}
+	check("no root", build(func(w *testWriter) { w.uv(0); w.uv(0) }))
+	check("child before parent", build(func(w *testWriter) { w.uv(0); w.uv(2); node(w, "/", 0); node(w, "/a/b", 0) }))
+	check("unsorted", build(func(w *testWriter) { w.uv(0); w.uv(3); node(w, "/", 0); node(w, "/b", 0); node(w, "/a", 0) }))
+	check("bad path", build(func(w *testWriter) { w.uv(0); w.uv(2); node(w, "/", 0); node(w, "/a/", 0) }))
+	check("orphan ephemeral", build(func(w *testWriter) { w.uv(0); w.uv(2); node(w, "/", 0); node(w, "/e", 5) }))
+	check("child of ephemeral", build(func(w *testWriter) {
+		w.uv(1)
+		w.u64(5)
+		w.uv(100)
+		w.uv(3)
+		node(w, "/", 0)
+		node(w, "/e", 5)
+		node(w, "/e/c", 0)
+	}))
+	check("zero session", build(func(w *testWriter) { w.uv(1); w.u64(0); w.uv(100); w.uv(1); node(w, "/", 0) }))
+	check("huge data", build(func(w *testWriter) {
+		w.uv(0)
+		w.uv(1)
+		w.str("/")
+		for range 8 {
+			w.uv(0)
+		}
+		w.u64(0)
+		w.uv(MaxDataSize + 1)
+	}))
+	if err := New().ReadSnapshot(bytes.NewReader(build(func(w *testWriter) { w.uv(0); w.uv(1); node(w, "/", 0) }))); err != nil {
+		t.Errorf("minimal valid snapshot: %v", err)
+	}
+}
+
+// testWriter hand-builds snapshot streams for the rejection tests.
+type testWriter struct{ b []byte }
+
+func (w *testWriter) raw(p []byte) { w.b = append(w.b, p...) }
+func (w *testWriter) uv(v uint64) {
+	for v >= 0x80 {
+		w.b = append(w.b, byte(v)|0x80)
+		v >>= 7
+	}
+	w.b = append(w.b, byte(v))
+}
+func (w *testWriter) u64(v uint64) {
+	for i := range 8 {
+		w.b = append(w.b, byte(v>>(8*i)))
+	}
+}
+func (w *testWriter) str(s string) { w.uv(uint64(len(s))); w.raw([]byte(s)) }
+func (w *testWriter) finish() []byte {
+	c := crc32c(w.b)
+	return append(w.b, byte(c), byte(c>>8), byte(c>>16), byte(c>>24))
+}
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// A writer error surfaces.
+func TestWriteSnapshotError(t *testing.T) {
+	tr := smallTree(t)
+	if err := tr.WriteSnapshot(failWriter{}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("error %v", err)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestPreload(t *testing.T) {
+	a := New()
+	a.Apply(9, Txn{Op: Noop()})
+	n, err := a.Preload(10*PreloadNodeSize + 100)
+	if err != nil || n != 11 {
+		t.Fatalf("preload: %d %v", n, err)
+	}
+	kids, st, _ := a.Children(PreloadPath)
+	if len(kids) != 11 || kids[0] != "0000000000" || kids[10] != "0000000010" {
+		t.Errorf("children %v", kids)
+	}
+	if st.Cversion != 11 || st.NumChildren != 11 || st.Czxid != 9 || st.Pzxid != 9 {
+		t.Errorf("/preload stat %+v", st)
+	}
+	d, st, _ := a.Get(PreloadPath + "/0000000010")
+	if len(d) != 100 || st.DataLength != 100 || st.Mzxid != 9 {
+		t.Errorf("last node: %d bytes, stat %+v", len(d), st)
+	}
+	d0, _, _ := a.Get(PreloadPath + "/0000000000")
+	d1, _, _ := a.Get(PreloadPath + "/0000000001")
+	if len(d0) != PreloadNodeSize || bytes.Equal(d0, d1) || bytes.Count(d0, []byte{0}) > 32 {
+		t.Errorf("preload data is not 1 kB of distinct pseudo-random bytes")
+	}
+	if want := int64(len(PreloadPath) + 11*len(PreloadPath+"/0000000000") + 10*PreloadNodeSize + 100); a.ApproximateSize()-New().ApproximateSize() != want {
+		t.Errorf("size %d, want base + %d", a.ApproximateSize(), want)
+	}
+	b := New()
+	b.Apply(9, Txn{Op: Noop()})
+	b.Preload(10*PreloadNodeSize + 100)
+	if !bytes.Equal(snapshotBytes(t, a), snapshotBytes(t, b)) {
+		t.Errorf("preload is not deterministic")
+	}
+	if _, err := a.Preload(1); err == nil {
+		t.Errorf("second preload accepted")
+	}
+	// A preloaded tree round-trips and can be changed like any other.
+	c := New()
+	if err := c.ReadSnapshot(bytes.NewReader(snapshotBytes(t, a))); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Apply(10, Txn{Op: Delete(PreloadPath+"/0000000003", 0)}); r.Err != Ok {
+		t.Errorf("delete preloaded: %v", r.Err)
+	}
+}

@@ -1,0 +1,38 @@
+package experiments
+
+import "github.com/polebench/polebench/topology"
+
+// Model runs the analytic model on the spec's scenario: the initial leader leads with
+// every server live, then crashes; the rest elect with every single-score oracle and
+// with the spec's own oracle when it needs configuration (preference, combined).
+func (s *Spec) Model() (*topology.Prediction, error) {
+	t, err := s.Topology()
+	if err != nil {
+		return nil, err
+	}
+	oracles := topology.SingleScoreOracles()
+	if s.Oracle.Name == topology.Preference || s.Oracle.Name == topology.Combined {
+		oracles = append(oracles, s.Oracle)
+	}
+	return topology.Predict(t, topology.Scenario{InitialLeader: s.InitialLeader, Zxids: s.modelZxids(), Oracles: oracles})
+}
+
+// modelZxids is the spec's zxids or, when it gives none, what the outdate list implies:
+// a server's last zxid grows with the time of the last write it saw, and an outdated
+// server is restarted too late to catch up, so it is behind by what it missed (the
+// earlier killed, the further).
+func (s *Spec) modelZxids() map[int]uint64 {
+	if s.Zxids != nil || len(s.Outdate) == 0 || s.CrashAt == 0 {
+		return s.Zxids
+	}
+	z := map[int]uint64{}
+	for id := 1; id <= s.N(); id++ {
+		z[id] = uint64(s.CrashAt)
+	}
+	for _, o := range s.Outdate {
+		if o.KillAt < s.CrashAt {
+			z[o.Server] = uint64(o.KillAt)
+		}
+	}
+	return z
+}

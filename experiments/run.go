@@ -1,0 +1,332 @@
+package experiments
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/polebench/polebench/topology"
+)
+
+// Names the run sections accept, and their defaults (what the paper did, where it says).
+const (
+	ArrivalPoisson  = "poisson"
+	ArrivalConstant = "constant"
+
+	BackendLocal  = "local"
+	BackendNetns  = "netns"
+	BackendDocker = "docker"
+
+	// NoCrash is crash_at's value for a run in which the initial leader never crashes.
+	NoCrash = "none"
+
+	DefaultPayloadBytes      = 1024 // 1 kB setData writes (Sec. 4.1)
+	DefaultArrival           = ArrivalPoisson
+	DefaultSessionsPerServer = 4
+	DefaultKeys              = 1000
+	DefaultWarmup            = 5 * time.Second
+	DefaultRepetitions       = 5 // the paper's runs per point
+	DefaultSeed              = 1
+	DefaultBackend           = BackendLocal
+	DefaultJitterPct         = 2.0 // % of the one-way delay (Sec. 4.1)
+	DefaultDist              = "pareto"
+	DefaultWindowBytes       = 4 << 20
+
+	// maxWindowKB is TCP's largest window: 65535 << 14 (RFC 7323), about 1 GiB.
+	maxWindowKB = 1 << 20
+)
+
+var (
+	arrivals = []string{ArrivalPoisson, ArrivalConstant}
+	backends = []string{BackendLocal, BackendNetns, BackendDocker}
+	// dists are netem's delay distributions (netem.Dists; a test keeps them equal).
+	dists = []string{"pareto", "normal", "paretonormal", "uniform"}
+)
+
+// Workload is the open-loop write load.
+type Workload struct {
+	PayloadBytes      int           // bytes per setData
+	Arrival           string        // ArrivalPoisson or ArrivalConstant
+	SessionsPerServer int           // client sessions pinned to each server
+	Keys              int           // znodes the writes are spread over
+	Warmup            time.Duration // load runs but is not measured as "before the crash" until then
+}
+
+// Fault is one kill or restart at a time from the start of the run.
+type Fault struct {
+	At      time.Duration
+	Kill    int // server id, or 0
+	Restart int // server id, or 0; exactly one of Kill/Restart is set
+}
+
+func (f Fault) String() string {
+	if f.Kill != 0 {
+		return fmt.Sprintf("kill %s at %v", topology.Name(f.Kill), f.At)
+	}
+	return fmt.Sprintf("restart %s at %v", topology.Name(f.Restart), f.At)
+}
+
+// Outdate makes a server miss writes: killed at KillAt, restarted at RestartAt (the paper
+// restarts it just before the crash, so it is live for the election but behind).
+type Outdate struct {
+	Server    int
+	KillAt    time.Duration
+	RestartAt time.Duration
+}
+
+// Links is how every inter-server link is emulated (the delays come from the topology).
+type Links struct {
+	JitterPct   float64 // % of the one-way delay
+	Dist        string  // pareto, normal, paretonormal or uniform
+	WindowBytes int     // user-space TCP window: bandwidth <= window / RTT (YAML: window_kb)
+}
+
+func (s *Spec) setRunDefaults() {
+	s.Workload = Workload{
+		PayloadBytes:      DefaultPayloadBytes,
+		Arrival:           DefaultArrival,
+		SessionsPerServer: DefaultSessionsPerServer,
+		Keys:              DefaultKeys,
+		Warmup:            DefaultWarmup,
+	}
+	s.Repetitions = DefaultRepetitions
+	s.Seed = DefaultSeed
+	s.Backend = DefaultBackend
+	s.Links = Links{JitterPct: DefaultJitterPct, Dist: DefaultDist, WindowBytes: DefaultWindowBytes}
+}
+
+// parseCrashAt reads crash_at: a positive duration, or none.
+func parseCrashAt(v string) (time.Duration, error) {
+	if v == NoCrash {
+		return 0, nil
+	}
+	t, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q is neither a duration (like 60s) nor %s", v, NoCrash)
+	case t == 0:
+		return 0, fmt.Errorf("0s would crash the initial leader as the run starts: write %s for a run without the crash", NoCrash)
+	}
+	return t, nil
+}
+
+// windowBytes converts window_kb, which must be a TCP window size.
+func windowBytes(kb int) (int, error) {
+	if kb < 1 || kb > maxWindowKB {
+		return 0, fmt.Errorf("%d kB is outside 1 .. %d kB (TCP's largest window, 1 GiB)", kb, maxWindowKB)
+	}
+	return kb << 10, nil
+}
+
+func decodeCrashAt(d *decoder, s *Spec) field {
+	return func(n *yaml.Node, path string) error {
+		v, err := d.scalar(n, path)
+		if err != nil {
+			return err
+		}
+		if s.CrashAt, err = parseCrashAt(v); err != nil {
+			return d.errf(n, path, "%v", err)
+		}
+		return nil
+	}
+}
+
+// decodeWorkload and decodeLinks start from the defaults: a key left out keeps its default.
+func decodeWorkload(d *decoder, s *Spec) field {
+	return func(n *yaml.Node, path string) error {
+		w := &s.Workload
+		return d.mapping(n, path, map[string]field{
+			"payload_bytes":       d.integer(&w.PayloadBytes),
+			"arrival":             d.str(&w.Arrival),
+			"sessions_per_server": d.integer(&w.SessionsPerServer),
+			"keys":                d.integer(&w.Keys),
+			"warmup":              d.duration(&w.Warmup),
+		})
+	}
+}
+
+func decodeLinks(d *decoder, s *Spec) field {
+	return func(n *yaml.Node, path string) error {
+		l := &s.Links
+		return d.mapping(n, path, map[string]field{
+			"jitter_pct":   d.float(&l.JitterPct),
+			"distribution": d.str(&l.Dist),
+			"window_kb": func(n *yaml.Node, path string) error {
+				var kb int
+				if err := d.integer(&kb)(n, path); err != nil {
+					return err
+				}
+				b, err := windowBytes(kb)
+				if err != nil {
+					return d.errf(n, path, "%v", err)
+				}
+				l.WindowBytes = b
+				return nil
+			},
+		})
+	}
+}
+
+func decodeOutdate(d *decoder, s *Spec) field {
+	return func(n *yaml.Node, path string) error {
+		s.Outdate = nil
+		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
+			var o Outdate
+			err := d.mapping(e, p, map[string]field{
+				"server":     d.integer(&o.Server),
+				"kill_at":    d.duration(&o.KillAt),
+				"restart_at": d.duration(&o.RestartAt),
+			}, "server", "kill_at", "restart_at")
+			s.Outdate = append(s.Outdate, o)
+			return err
+		})
+	}
+}
+
+func decodeFaults(d *decoder, s *Spec) field {
+	// Server 0 means "not set" in a Fault, so an explicit 0 is refused here.
+	server := func(dst *int) field {
+		return func(n *yaml.Node, path string) error {
+			if err := d.integer(dst)(n, path); err != nil {
+				return err
+			}
+			if *dst < 1 {
+				return d.errf(n, path, "%d is not a server id (ids are 1..N)", *dst)
+			}
+			return nil
+		}
+	}
+	return func(n *yaml.Node, path string) error {
+		s.Faults = nil
+		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
+			var f Fault
+			err := d.mapping(e, p, map[string]field{
+				"at":      d.duration(&f.At),
+				"kill":    server(&f.Kill),
+				"restart": server(&f.Restart),
+			}, "at")
+			s.Faults = append(s.Faults, f)
+			return err
+		})
+	}
+}
+
+// parseOutdate reads the --outdate override: SERVER:KILL_AT:RESTART_AT[,...], or none.
+func parseOutdate(v string) ([]Outdate, error) {
+	if v == "none" || v == "" {
+		return nil, nil
+	}
+	var out []Outdate
+	for _, item := range strings.Split(v, ",") {
+		parts := strings.Split(item, ":")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%q is not SERVER:KILL_AT:RESTART_AT (like 1:10s:58s)", item)
+		}
+		id, err := parseServer(parts[0])
+		if err != nil {
+			return nil, err
+		}
+		o := Outdate{Server: id}
+		if err := parseDuration(parts[1], &o.KillAt); err != nil {
+			return nil, err
+		}
+		if err := parseDuration(parts[2], &o.RestartAt); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func parseServer(v string) (int, error) {
+	id, err := strconv.Atoi(strings.TrimPrefix(v, "p"))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a server id", v)
+	}
+	return id, nil
+}
+
+// event is a scheduled fault and the field path that asked for it.
+type event struct {
+	Fault
+	path string
+}
+
+// schedule lists every kill and restart in time order. At equal times restarts come
+// first (an outdated server restarted at crash_at is live for the election), then the
+// order of the spec: the crash, outdate, faults.
+func (s *Spec) schedule() []event {
+	var ev []event
+	if s.CrashAt > 0 {
+		ev = append(ev, event{Fault{At: s.CrashAt, Kill: s.InitialLeader}, "crash_at"})
+	}
+	for i, o := range s.Outdate {
+		p := index("outdate", i)
+		ev = append(ev, event{Fault{At: o.KillAt, Kill: o.Server}, p + ".kill_at"},
+			event{Fault{At: o.RestartAt, Restart: o.Server}, p + ".restart_at"})
+	}
+	for i, f := range s.Faults {
+		p := index("faults", i) + ".kill"
+		if f.Kill == 0 {
+			p = index("faults", i) + ".restart"
+		}
+		ev = append(ev, event{f, p})
+	}
+	slices.SortStableFunc(ev, func(a, b event) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Kill, 0) - cmp.Compare(b.Kill, 0) // restarts (Kill 0) first
+	})
+	return ev
+}
+
+// FaultSchedule is every kill and restart of the run in time order: the crash of the
+// initial leader at CrashAt (unless crash_at is none), each Outdate as a kill and a
+// restart, and Faults. At equal times restarts come first, then the crash, outdate and
+// faults in the spec's order.
+func (s *Spec) FaultSchedule() []Fault {
+	ev := s.schedule()
+	out := make([]Fault, len(ev))
+	for i, e := range ev {
+		out[i] = e.Fault
+	}
+	return out
+}
+
+// Warnings lists what is allowed but probably not meant, located like errors: an
+// outdated server restarted after the crash (so it is not behind at the election), and
+// faults that leave fewer live servers than a quorum.
+func (s *Spec) Warnings() []string {
+	var out []string
+	warn := func(path, format string, args ...any) {
+		out = append(out, s.errf(path, format, args...).Error())
+	}
+	if s.CrashAt > 0 {
+		for i, o := range s.Outdate {
+			if o.RestartAt > s.CrashAt {
+				warn(index("outdate", i)+".restart_at", "%s restarts at %v, after the crash at %v: it is not outdated at the election (the paper restarts it just before)",
+					topology.Name(o.Server), o.RestartAt, s.CrashAt)
+			}
+		}
+	}
+	n, q := s.N(), topology.Quorum(s.N())
+	live := n
+	for _, e := range s.schedule() {
+		if e.Kill != 0 {
+			live--
+			if live == q-1 {
+				warn(e.path, "at %v only %d of %d servers are live, fewer than a quorum (%d): writes stall until a restart",
+					e.At, live, n, q)
+			}
+		} else {
+			live++
+		}
+	}
+	return out
+}

@@ -1,0 +1,395 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/polebench/polebench/topology"
+)
+
+// where is the position of a field path: its own, or that of the closest enclosing
+// field that has one (a default value has none, so the spec's file is named).
+func (s *Spec) where(path string) string {
+	for p := path; p != ""; {
+		if pos, ok := s.pos[p]; ok {
+			return pos
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return s.File
+}
+
+func (s *Spec) errf(path, format string, args ...any) error {
+	return &Error{Pos: s.where(path), Field: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// validate checks everything that spans fields or that an override can change.
+func (s *Spec) validate() error {
+	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkFaults} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	// Everything topology.New rejects has been reported above with its line; this
+	// catches any gap between the two.
+	_, err := s.Topology()
+	return err
+}
+
+func (s *Spec) checkName() error {
+	if strings.TrimSpace(s.Name) == "" {
+		return s.errf("name", "must not be empty")
+	}
+	return nil
+}
+
+func (s *Spec) checkDataCenters() error {
+	if len(s.DataCenters) == 0 {
+		return s.errf("datacenters", "at least one data center is needed")
+	}
+	names := map[string]int{}
+	owner := map[int]string{}
+	max := 0
+	for i, dc := range s.DataCenters {
+		p := index("datacenters", i)
+		if dc.Name == "" {
+			return s.errf(p+".name", "must not be empty")
+		}
+		if j, dup := names[dc.Name]; dup {
+			return s.errf(p+".name", "data center %q is already datacenters[%d]", dc.Name, j)
+		}
+		names[dc.Name] = i
+		if dc.Endpoint != "" {
+			if !knownEndpoint(dc.Endpoint) {
+				return s.errf(p+".endpoint", "unknown endpoint %q (known: %s)", dc.Endpoint, strings.Join(topology.Endpoints(), ", "))
+			}
+		}
+		if len(dc.Servers) == 0 {
+			return s.errf(p+".servers", "a data center needs at least one server")
+		}
+		for k, id := range dc.Servers {
+			sp := fmt.Sprintf("%s.servers[%d]", p, k)
+			if o, dup := owner[id]; dup {
+				return &Error{Pos: s.where(sp), Field: p + ".servers", Msg: fmt.Sprintf("server %d is already in DC %q", id, o)}
+			}
+			if id < 1 {
+				return &Error{Pos: s.where(sp), Field: p + ".servers", Msg: fmt.Sprintf("server id %d: ids are 1..N", id)}
+			}
+			owner[id] = dc.Name
+			if id > max {
+				max = id
+			}
+		}
+	}
+	// Ids are distinct and positive, so they are 1..N exactly when the largest is N.
+	n := len(owner)
+	if max == n {
+		return nil
+	}
+	var missing, extra []string
+	for id := 1; id <= n; id++ {
+		if _, ok := owner[id]; !ok {
+			missing = append(missing, topology.Name(id))
+		}
+	}
+	for id := range owner {
+		if id > n {
+			extra = append(extra, topology.Name(id))
+		}
+	}
+	sort.Strings(extra)
+	return s.errf("datacenters", "server ids must be exactly 1..N with N = %d servers: missing %s, beyond N %s",
+		n, strings.Join(missing, ", "), strings.Join(extra, ", "))
+}
+
+func knownEndpoint(name string) bool {
+	for _, e := range topology.Endpoints() {
+		if e == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Spec) dcIndex(name string) (int, bool) {
+	for i, dc := range s.DataCenters {
+		if dc.Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (s *Spec) checkRTT() error {
+	if s.IntraDCRTTMs < 0 || math.IsNaN(s.IntraDCRTTMs) {
+		return s.errf("intra_dc_rtt_ms", "%v ms is negative", s.IntraDCRTTMs)
+	}
+	given := map[[2]int]bool{}
+	for i, r := range s.RTT {
+		p := index("rtt", i)
+		var ends [2]int
+		for k, name := range r.Between {
+			j, ok := s.dcIndex(name)
+			if !ok {
+				return s.errf(fmt.Sprintf("%s.between[%d]", p, k), "unknown data center %q", name)
+			}
+			ends[k] = j
+		}
+		if ends[0] == ends[1] {
+			return s.errf(p+".between", "both ends are %q (the RTT inside a DC is intra_dc_rtt_ms)", r.Between[0])
+		}
+		if r.Ms < 0 {
+			return s.errf(p+".ms", "%v ms is negative", r.Ms)
+		}
+		if r.SDMs < 0 {
+			return s.errf(p+".sd_ms", "%v ms is negative", r.SDMs)
+		}
+		key := [2]int{min(ends[0], ends[1]), max(ends[0], ends[1])}
+		if given[key] {
+			return s.errf(p+".between", "the RTT between %q and %q is already given", r.Between[0], r.Between[1])
+		}
+		given[key] = true
+	}
+	for a := range s.DataCenters {
+		for b := a + 1; b < len(s.DataCenters); b++ {
+			if given[[2]int{a, b}] {
+				continue
+			}
+			da, db := s.DataCenters[a], s.DataCenters[b]
+			if _, _, ok := topology.EndpointRTT(da.Endpoint, db.Endpoint); !ok {
+				return s.errf(index("datacenters", b), "no RTT between %q and %q: add an rtt entry, or endpoints that Table 2 pairs (%s)",
+					da.Name, db.Name, pairHint(da.Endpoint, db.Endpoint))
+			}
+		}
+	}
+	return nil
+}
+
+func pairHint(a, b string) string {
+	switch {
+	case a == "" || b == "":
+		return "one has no endpoint"
+	case a == b:
+		return "both are " + a
+	default:
+		return a + "-" + b + " is not in Table 2"
+	}
+}
+
+func (s *Spec) checkRates() error {
+	r := s.Rates
+	if r.Total < 0 || math.IsNaN(r.Total) {
+		return s.errf("rates.total", "rate %v req/s is negative", r.Total)
+	}
+	if r.Shares != nil && r.Skew != nil {
+		return s.errf("rates", "give shares or skew, not both")
+	}
+	if r.Shares != nil {
+		names := make([]string, 0, len(r.Shares))
+		for n := range r.Shares {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		sum := 0.0
+		for _, n := range names {
+			p := "rates.shares." + n
+			if _, ok := s.dcIndex(n); !ok {
+				return s.errf(p, "unknown data center %q", n)
+			}
+			if r.Shares[n] < 0 {
+				return s.errf(p, "share %v is negative", r.Shares[n])
+			}
+			sum += r.Shares[n]
+		}
+		if math.Abs(sum-1) > 1e-6 {
+			return s.errf("rates.shares", "shares sum to %v, not 1", sum)
+		}
+	}
+	if sk := r.Skew; sk != nil {
+		if sk.P != nil && !(*sk.P >= 0 && *sk.P <= 1) {
+			return s.errf("rates.skew.p", "p = %v is outside [0, 1]", *sk.P)
+		}
+		if sk.Hot == "" {
+			return s.errf("rates.skew.hot", "missing: the skew needs the hot data center (the one that gets p of the load)")
+		}
+		if _, ok := s.dcIndex(sk.Hot); !ok {
+			return s.errf("rates.skew.hot", "unknown data center %q", sk.Hot)
+		}
+	}
+	return nil
+}
+
+func (s *Spec) checkOracle() error {
+	if err := s.Oracle.Check(s.N()); err != nil {
+		path := "oracle"
+		switch {
+		case len(s.Oracle.Preference) > 0 && s.Oracle.Name == topology.Preference:
+			path = "oracle.preference"
+		case len(s.Oracle.Combined) > 0 && s.Oracle.Name == topology.Combined:
+			path = "oracle.combined"
+		case s.pos["oracle.name"] != "":
+			path = "oracle.name"
+		}
+		return s.errf(path, "%v", err)
+	}
+	for id := range s.Zxids {
+		if id < 1 || id > s.N() {
+			return s.errf(fmt.Sprintf("zxids.%d", id), "server %d is not in 1..%d", id, s.N())
+		}
+	}
+	return nil
+}
+
+func (s *Spec) checkRun() error {
+	n := s.N()
+	if s.InitialLeader < 1 || s.InitialLeader > n {
+		return s.errf("initial_leader", "%d is not a server (1..%d)", s.InitialLeader, n)
+	}
+	if s.Duration <= 0 {
+		return s.errf("duration", "%v must be positive", s.Duration)
+	}
+	if s.CrashAt < 0 {
+		return s.errf("crash_at", "%v is negative", s.CrashAt)
+	}
+	if s.CrashAt >= s.Duration {
+		return s.errf("crash_at", "%v is not before the end of the run (duration %v)", s.CrashAt, s.Duration)
+	}
+	return nil
+}
+
+func (s *Spec) checkWorkload() error {
+	w := s.Workload
+	for _, f := range []struct {
+		path string
+		v    int
+	}{
+		{"workload.payload_bytes", w.PayloadBytes},
+		{"workload.sessions_per_server", w.SessionsPerServer},
+		{"workload.keys", w.Keys},
+	} {
+		if f.v < 1 {
+			return s.errf(f.path, "%d must be at least 1", f.v)
+		}
+	}
+	if !slices.Contains(arrivals, w.Arrival) {
+		return s.errf("workload.arrival", "unknown arrival %q (known: %s)", w.Arrival, strings.Join(arrivals, ", "))
+	}
+	if w.Warmup < 0 {
+		return s.errf("workload.warmup", "%v is negative", w.Warmup)
+	}
+	// The warmup must leave time to measure before the crash (or before the end).
+	end, endField, what := s.Duration, "duration", "the end of the run"
+	if s.CrashAt > 0 {
+		end, endField, what = s.CrashAt, "crash_at", "the crash"
+	}
+	if w.Warmup >= end {
+		// Blame the warmup only if someone set it: a default has no line.
+		if _, set := s.pos["workload.warmup"]; set {
+			return s.errf("workload.warmup", "%v is not before %s %v: nothing would be measured before %s", w.Warmup, endField, end, what)
+		}
+		return s.errf(endField, "%v is not after the warmup (workload.warmup, default %v): nothing would be measured before %s", end, w.Warmup, what)
+	}
+	return nil
+}
+
+func (s *Spec) checkSettings() error {
+	if s.PreloadMB < 0 {
+		return s.errf("preload_mb", "%d MB is negative", s.PreloadMB)
+	}
+	if s.Repetitions < 1 {
+		return s.errf("repetitions", "%d: at least 1 run is needed", s.Repetitions)
+	}
+	if !slices.Contains(backends, s.Backend) {
+		return s.errf("backend", "unknown backend %q (known: %s)", s.Backend, strings.Join(backends, ", "))
+	}
+	l := s.Links
+	if !(l.JitterPct >= 0 && l.JitterPct <= 100) {
+		return s.errf("links.jitter_pct", "%v%% is outside [0, 100]", l.JitterPct)
+	}
+	if !slices.Contains(dists, l.Dist) {
+		return s.errf("links.distribution", "unknown distribution %q (known: %s)", l.Dist, strings.Join(dists, ", "))
+	}
+	if l.WindowBytes < 1<<10 || l.WindowBytes > maxWindowKB<<10 {
+		return s.errf("links.window_kb", "%d bytes is outside 1 kB .. 1 GiB (TCP's largest window)", l.WindowBytes)
+	}
+	return nil
+}
+
+// checkFaults checks each outdate and fault, then plays the schedule: only a live
+// server can be killed, only a dead one restarted.
+func (s *Spec) checkFaults() error {
+	n := s.N()
+	server := func(path string, id int) error {
+		if id < 1 || id > n {
+			return s.errf(path, "server %d is not one of p1..p%d", id, n)
+		}
+		return nil
+	}
+	inRun := func(path string, t time.Duration) error {
+		if t < 0 || t >= s.Duration {
+			return s.errf(path, "%v is outside the run [0, %v)", t, s.Duration)
+		}
+		return nil
+	}
+	for i, o := range s.Outdate {
+		p := index("outdate", i)
+		if err := server(p+".server", o.Server); err != nil {
+			return err
+		}
+		if o.Server == s.InitialLeader {
+			return s.errf(p+".server", "%s is the initial leader: an outdated server is a follower that misses writes", topology.Name(o.Server))
+		}
+		if err := inRun(p+".kill_at", o.KillAt); err != nil {
+			return err
+		}
+		if o.RestartAt <= o.KillAt {
+			return s.errf(p+".restart_at", "%v is not after kill_at %v", o.RestartAt, o.KillAt)
+		}
+		if err := inRun(p+".restart_at", o.RestartAt); err != nil {
+			return err
+		}
+	}
+	for i, f := range s.Faults {
+		p := index("faults", i)
+		if err := inRun(p+".at", f.At); err != nil {
+			return err
+		}
+		switch {
+		case f.Kill != 0 && f.Restart != 0:
+			return s.errf(p, "give kill or restart, not both")
+		case f.Kill == 0 && f.Restart == 0:
+			return s.errf(p, "needs kill or restart (a server id)")
+		case f.Kill != 0:
+			if err := server(p+".kill", f.Kill); err != nil {
+				return err
+			}
+		default:
+			if err := server(p+".restart", f.Restart); err != nil {
+				return err
+			}
+		}
+	}
+	killedBy := map[int]event{}
+	for _, e := range s.schedule() {
+		if id := e.Kill; id != 0 {
+			if k, dead := killedBy[id]; dead {
+				return s.errf(e.path, "%s is already dead at %v (killed at %v by %s)", topology.Name(id), e.At, k.At, k.path)
+			}
+			killedBy[id] = e
+			continue
+		}
+		if _, dead := killedBy[e.Restart]; !dead {
+			return s.errf(e.path, "%s is not dead at %v: only a killed server can restart", topology.Name(e.Restart), e.At)
+		}
+		delete(killedBy, e.Restart)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package netem
+
+import (
+	"bytes"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+func readHex(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hex.DecodeString(strings.Join(strings.Fields(string(data)), ""))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
+}
+
+// TestNetemRequestMatchesTc compares our netem leaf request with what tc sent for the
+// same options (testdata/capture-tc.sh), byte for byte after the nlmsghdr.
+func TestNetemRequestMatchesTc(t *testing.T) {
+	pareto, err := Table(DistPareto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parent, handle = 0x9e0010, 0xa00000
+	for _, tc := range []struct {
+		golden string
+		p      netemParams
+	}{
+		{"testdata/netem-pareto.tc.hex", netemParams{
+			Limit: 1000, Latency: 38530 * time.Microsecond, Jitter: 770600 * time.Nanosecond,
+			Seed: 12345, Table: pareto}},
+		{"testdata/netem-uniform-loss-rate.tc.hex", netemParams{
+			Limit: 5000, Latency: 5 * time.Millisecond, Jitter: 100 * time.Microsecond,
+			Loss: lossScaled(0.5), Rate: 100e6 / 8, Seed: 7}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			want := readHex(t, tc.golden)
+			msg := netemRequest(3, parent, handle, tc.p).Serialize()
+			ne := nl.NativeEndian()
+			length, typ, flags := ne.Uint32(msg[0:]), ne.Uint16(msg[4:]), ne.Uint16(msg[6:])
+			if typ != unix.RTM_NEWQDISC || flags != unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_CREATE|unix.NLM_F_REPLACE {
+				t.Errorf("header type %d flags %#x; want RTM_NEWQDISC, REQUEST|ACK|CREATE|REPLACE", typ, flags)
+			}
+			if int(length) != len(msg) {
+				t.Errorf("nlmsg_len %d, message %d bytes", length, len(msg))
+			}
+			got := msg[unix.SizeofNlMsghdr:]
+			if !bytes.Equal(got, want) {
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Fatalf("differs from tc at body byte %d (got %d bytes, tc %d):\ngot  % x\ntc   % x",
+							i, len(got), len(want), got[i:min(i+32, len(got))], want[i:min(i+32, len(want))])
+					}
+				}
+				t.Fatalf("length %d, tc %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+func TestParseNetemOptionsRoundTrip(t *testing.T) {
+	p := netemParams{Limit: 4242, Latency: 77 * time.Millisecond, Jitter: 3 * time.Millisecond,
+		Loss: lossScaled(1), Rate: 1 << 33, Seed: 99}
+	opts := p.options().Serialize()
+	d, err := parseNetemOptions(opts[4:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.HasSeed || d.netemParams.Limit != p.Limit || d.Latency != p.Latency || d.Jitter != p.Jitter ||
+		d.Loss != p.Loss || d.Rate != p.Rate || d.Seed != p.Seed {
+		t.Errorf("parsed %+v; want %+v", d, p)
+	}
+	if _, err := parseNetemOptions(opts[4:10]); err == nil {
+		t.Error("short options parsed without error")
+	}
+}

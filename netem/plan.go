@@ -1,0 +1,231 @@
+// Package netem emulates the wide area: one link plan (delay, jitter, distribution,
+// rate, loss for every ordered pair of servers) and two ways to apply it, the kernel's
+// netem qdisc configured through netlink (Apply, Clear, Show, Probe) and user-space
+// delay lines (DelayLine, Conn) for when the kernel cannot.
+package netem
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/polebench/polebench/topology"
+)
+
+// Defaults of a plan.
+const (
+	DefaultJitterPct = 2.0 // jitter as a percentage of the one-way delay (the paper's)
+	DefaultDist      = DistPareto
+	// DefaultWindowBytes is the window of the user-space bandwidth model: a link
+	// carries at most window/RTT bytes per second, like one TCP connection with a
+	// 64 KiB window (no window scaling). Large transfers feel the bandwidth-delay
+	// product; small messages do not.
+	DefaultWindowBytes = 64 << 10
+)
+
+// Link is the emulated path from server From to server To: one-way delay, jitter
+// drawn from Dist (pareto, normal, paretonormal or uniform), and optional rate and
+// loss. Rate and loss apply to the kernel's netem; a DelayLine honours the rate and
+// ignores loss (TCP would hide it as delay).
+type Link struct {
+	From            int           `json:"from"`
+	To              int           `json:"to"`
+	Delay           time.Duration `json:"delay_ns"`
+	Jitter          time.Duration `json:"jitter_ns"`
+	Dist            string        `json:"dist"`
+	RateBytesPerSec uint64        `json:"rate_bytes_per_sec,omitempty"`
+	LossPct         float64       `json:"loss_pct,omitempty"`
+}
+
+// Plan holds a Link for every ordered pair of distinct servers, the seed the jitter
+// is drawn with, and the window of the user-space bandwidth model.
+type Plan struct {
+	Links       []Link `json:"links"`
+	Seed        int64  `json:"seed"`
+	WindowBytes int    `json:"window_bytes"`
+}
+
+// Options shape NewPlan. The zero value gives the paper's emulation: 2 % Pareto
+// jitter, no rate limit, no loss.
+type Options struct {
+	JitterPct       float64 // % of the one-way delay; 0 means DefaultJitterPct, negative means none
+	Dist            string  // "" means DefaultDist
+	RateBytesPerSec uint64  // 0: unlimited
+	LossPct         float64
+	Seed            int64
+	WindowBytes     int // 0 means DefaultWindowBytes
+}
+
+// NewPlan builds the plan of t: for every ordered pair of distinct servers a one-way
+// delay of RTT/2 (the intra-DC RTT within a data center) with o's jitter.
+// Check the result with Validate when o comes from a user.
+func NewPlan(t *topology.Topology, o Options) Plan {
+	pct := o.JitterPct
+	switch {
+	case pct == 0:
+		pct = DefaultJitterPct
+	case pct < 0:
+		pct = 0
+	}
+	dist := o.Dist
+	if dist == "" {
+		dist = DefaultDist
+	}
+	window := o.WindowBytes
+	if window == 0 {
+		window = DefaultWindowBytes
+	}
+	p := Plan{Seed: o.Seed, WindowBytes: window}
+	n := t.N()
+	for a := 1; a <= n; a++ {
+		for b := 1; b <= n; b++ {
+			if a == b {
+				continue
+			}
+			delay := time.Duration(math.Round(t.RTT(a, b) / 2 * float64(time.Millisecond)))
+			p.Links = append(p.Links, Link{
+				From: a, To: b,
+				Delay:           delay,
+				Jitter:          time.Duration(math.Round(float64(delay) * pct / 100)),
+				Dist:            dist,
+				RateBytesPerSec: o.RateBytesPerSec,
+				LossPct:         o.LossPct,
+			})
+		}
+	}
+	return p
+}
+
+// Link returns the link from one server to another.
+func (p Plan) Link(from, to int) (Link, bool) {
+	for _, l := range p.Links {
+		if l.From == from && l.To == to {
+			return l, true
+		}
+	}
+	return Link{}, false
+}
+
+// RTT is the mean round trip of the two links between a and b (0 if either is missing).
+func (p Plan) RTT(a, b int) time.Duration {
+	ab, ok1 := p.Link(a, b)
+	ba, ok2 := p.Link(b, a)
+	if !ok1 || !ok2 {
+		return 0
+	}
+	return ab.Delay + ba.Delay
+}
+
+// Servers returns the ids the plan mentions, sorted.
+func (p Plan) Servers() []int {
+	var ids []int
+	for _, l := range p.Links {
+		ids = append(ids, l.From, l.To)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// Window is the plan's window in bytes, DefaultWindowBytes if unset.
+func (p Plan) Window() int {
+	if p.WindowBytes == 0 {
+		return DefaultWindowBytes
+	}
+	return p.WindowBytes
+}
+
+// maxJitter is the largest jitter the kernel accepts: tabledist takes it as an s32 of
+// nanoseconds and netem caps it there.
+const maxJitter = time.Duration(math.MaxInt32)
+
+// Validate checks one link.
+func (l Link) Validate() error {
+	switch {
+	case l.From < 1 || l.To < 1:
+		return fmt.Errorf("server ids must be >= 1")
+	case l.From == l.To:
+		return fmt.Errorf("link from p%d to itself", l.From)
+	case l.Delay < 0:
+		return fmt.Errorf("negative delay %v", l.Delay)
+	case l.Jitter < 0:
+		return fmt.Errorf("negative jitter %v", l.Jitter)
+	case l.Jitter > maxJitter:
+		return fmt.Errorf("jitter %v above the kernel's limit %v", l.Jitter, maxJitter)
+	case !slices.Contains(Dists, l.Dist):
+		return fmt.Errorf("unknown distribution %q (want one of %v)", l.Dist, Dists)
+	case !(l.LossPct >= 0 && l.LossPct <= 100): // also rejects NaN
+		return fmt.Errorf("loss %v%% outside [0, 100]", l.LossPct)
+	}
+	return nil
+}
+
+// Validate checks every link and that the plan covers every ordered pair of the
+// servers it mentions exactly once.
+func (p Plan) Validate() error {
+	if p.WindowBytes < 0 {
+		return fmt.Errorf("window_bytes %d is negative", p.WindowBytes)
+	}
+	seen := map[[2]int]bool{}
+	for i, l := range p.Links {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("links[%d] (p%d->p%d): %w", i, l.From, l.To, err)
+		}
+		k := [2]int{l.From, l.To}
+		if seen[k] {
+			return fmt.Errorf("links[%d]: second link p%d->p%d", i, l.From, l.To)
+		}
+		seen[k] = true
+	}
+	ids := p.Servers()
+	for _, a := range ids {
+		for _, b := range ids {
+			if a != b && !seen[[2]int{a, b}] {
+				return fmt.Errorf("no link p%d->p%d (a plan covers every ordered pair)", a, b)
+			}
+		}
+	}
+	return nil
+}
+
+// ParsePlan decodes a plan written by WritePlan (or by hand) and validates it; name
+// is used in errors.
+func ParsePlan(name string, data []byte) (Plan, error) {
+	var p Plan
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line := 1 + bytes.Count(data[:se.Offset], []byte("\n"))
+			return Plan{}, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		return Plan{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := p.Validate(); err != nil {
+		return Plan{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return p, nil
+}
+
+// ReadPlan reads and validates a plan file.
+func ReadPlan(path string) (Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, err
+	}
+	return ParsePlan(path, data)
+}
+
+// WritePlan writes p as indented JSON.
+func WritePlan(path string, p Plan) error {
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

@@ -1,0 +1,18 @@
+// Package vmtest proves netem's kernel applier on a real kernel. The machines this
+// project is built on lack sch_netem, so cmd/vmtest boots Debian's cloud kernel
+// (whose sch_netem, sch_htb, cls_u32, veth and bridge are modules) in qemu with an
+// initramfs this package writes: busybox, those modules in dependency order, an
+// /init script, and the static guest program (./guest). The guest builds a shipped
+// experiment's layout in network namespaces, applies the link plan with netem.Apply,
+// pings every ordered pair, checks each mean RTT within 5 % of the plan and the
+// jitter's Pareto shape, clears, and checks that nothing is left; /init prints
+// PassMarker or FailMarker and powers off.
+//
+//	go run ./netem/vmtest/cmd/vmtest            # from the module root
+//
+// Without a usable /dev/kvm, qemu emulates in software (tcg) on a virtual clock
+// (-icount): the guest's timers then fire on time however loaded the host is, so
+// what the guest measures is the kernel's doing, not the host scheduler's.
+// Debian packages: qemu-system-x86 linux-image-cloud-amd64 busybox-static
+// (xz-utils or zstd where modules are compressed).
+package vmtest

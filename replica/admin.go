@@ -1,0 +1,50 @@
+package replica
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Status is what GET /status returns.
+type Status struct {
+	ID        int          `json:"id"`
+	Role      string       `json:"role"` // LOOKING, FOLLOWING, LEADING
+	Serving   bool         `json:"serving"`
+	Leader    int          `json:"leader"`
+	Epoch     uint32       `json:"epoch"`
+	Election  uint64       `json:"election_epoch"`
+	LastZxid  uint64       `json:"last_zxid"`
+	Committed uint64       `json:"committed"`
+	Peers     []PeerStatus `json:"peers"`
+}
+
+// PeerStatus is the heartbeat monitor's view of a peer: the RTT a run actually saw.
+type PeerStatus struct {
+	ID      int     `json:"id"`
+	Alive   bool    `json:"alive"`
+	RTTms   float64 `json:"rtt_ms"`
+	Rate    float64 `json:"rate"`
+	Samples int     `json:"samples"`
+}
+
+// Status reports the node's state.
+func (n *Node) Status() Status {
+	s := n.status.Load()
+	st := Status{ID: n.cfg.ID, Role: s.zab.Role.String(), Serving: s.zab.Serving, Leader: int(s.zab.Leader),
+		Epoch: s.zab.Epoch, Election: s.epoch, LastZxid: uint64(s.zab.LastZxid), Committed: uint64(s.zab.Committed)}
+	for _, p := range s.peers {
+		st.Peers = append(st.Peers, PeerStatus{ID: p.ID, Alive: p.Alive, RTTms: p.RTT, Rate: p.Rate, Samples: p.Samples})
+	}
+	return st
+}
+
+func (n *Node) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.timeline.Events()) })
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.Status()) })
+	return mux
+}

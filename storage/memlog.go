@@ -1,0 +1,152 @@
+package storage
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+
+	"github.com/polebench/polebench/zab"
+)
+
+// MemLog is a Log in memory for the simulator and tests. It tracks which
+// entries were synced, so Crash can drop the rest like a killed process.
+type MemLog struct {
+	mu      sync.Mutex
+	entries []zab.Txn
+	synced  int // entries[:synced] survive Crash
+	closed  bool
+}
+
+var _ Log = (*MemLog)(nil)
+
+// NewMemLog returns an empty in-memory log.
+func NewMemLog() *MemLog { return &MemLog{} }
+
+// Append implements Log; it copies the data.
+func (m *MemLog) Append(txns ...zab.Txn) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	prev := m.last()
+	for _, t := range txns {
+		if t.Zxid <= prev {
+			return fmt.Errorf("%w: %v after %v", ErrOutOfOrder, t.Zxid, prev)
+		}
+		if len(t.Data) > MaxRecordData {
+			return fmt.Errorf("storage: txn %v: %d bytes exceed %d", t.Zxid, len(t.Data), MaxRecordData)
+		}
+		prev = t.Zxid
+	}
+	for _, t := range txns {
+		m.entries = append(m.entries, zab.Txn{Zxid: t.Zxid, Data: slices.Clone(t.Data)})
+	}
+	return nil
+}
+
+func (m *MemLog) last() zab.Zxid {
+	if len(m.entries) == 0 {
+		return 0
+	}
+	return m.entries[len(m.entries)-1].Zxid
+}
+
+// Sync implements Log.
+func (m *MemLog) Sync() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.synced = len(m.entries)
+	return nil
+}
+
+// Crash forgets every entry appended since the last Sync, as a kill would.
+func (m *MemLog) Crash() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries = m.entries[:m.synced:m.synced]
+}
+
+// Entries implements Log.
+func (m *MemLog) Entries(after zab.Zxid) iter.Seq2[zab.Txn, error] {
+	m.mu.Lock()
+	i := m.above(after)
+	snap := m.entries[i:len(m.entries):len(m.entries)] // entries are never modified in place
+	m.mu.Unlock()
+	return func(yield func(zab.Txn, error) bool) {
+		for _, t := range snap {
+			if !yield(zab.Txn{Zxid: t.Zxid, Data: slices.Clone(t.Data)}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// above is the index of the first entry with Zxid > z.
+func (m *MemLog) above(z zab.Zxid) int {
+	i, _ := slices.BinarySearchFunc(m.entries, z, func(t zab.Txn, z zab.Zxid) int {
+		if t.Zxid <= z {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// FirstZxid implements Log.
+func (m *MemLog) FirstZxid() zab.Zxid {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.entries) == 0 {
+		return 0
+	}
+	return m.entries[0].Zxid
+}
+
+// LastZxid implements Log.
+func (m *MemLog) LastZxid() zab.Zxid {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last()
+}
+
+// Truncate implements Log (durably: a Crash keeps the truncation).
+func (m *MemLog) Truncate(after zab.Zxid) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	i := m.above(after)
+	m.entries = m.entries[:i:i] // a later append must not overwrite what Entries handed out
+	m.synced = min(m.synced, i)
+	return nil
+}
+
+// Compact implements Log: it drops every entry <= upTo.
+func (m *MemLog) Compact(upTo zab.Zxid) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	i := m.above(upTo)
+	if i == len(m.entries) && i > 0 {
+		i-- // keep the last entry, as FileLog keeps its active segment
+	}
+	m.entries = m.entries[i:]
+	m.synced = max(m.synced-i, 0)
+	return nil
+}
+
+// Close implements Log.
+func (m *MemLog) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

@@ -1,0 +1,495 @@
+// Package transport carries messages between replicas over TCP: one channel for
+// election and heartbeats (POLE's ConnectionManager) and one for broadcast.
+//
+// Each ordered pair of servers and each channel has its own connection, dialed by the
+// sender and only read by the receiver. That keeps delivery FIFO per (pair, channel),
+// lets a user-space link delay exactly the messages one server sends another, and makes
+// reconnection one-sided: the dialer retries with backoff, the listener just accepts.
+package transport
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/polebench/polebench/netem"
+)
+
+// Channel separates election traffic from broadcast traffic.
+type Channel uint8
+
+const (
+	Election  Channel = 1
+	Broadcast Channel = 2
+)
+
+func (c Channel) String() string {
+	switch c {
+	case Election:
+		return "election"
+	case Broadcast:
+		return "broadcast"
+	}
+	return fmt.Sprintf("channel(%d)", uint8(c))
+}
+
+// Message is one frame received from a peer.
+type Message struct {
+	From    int
+	Channel Channel
+	Payload []byte
+}
+
+// Event tells the owner that the stream to or from a peer broke: every message sent
+// on it after the last one delivered may be lost, so a FIFO protocol on top must resync.
+type Event struct {
+	Peer    int
+	Channel Channel
+	Up      bool // true: a new outgoing connection is established
+}
+
+// MaxFrame bounds one message; snapshots travel in chunks well below it.
+const MaxFrame = 64 << 20
+
+const magic = 0x504f4c45 // "POLE"
+
+// The handshake: magic, sender id, channel, flags.
+const (
+	handshakeLen = 10
+	flagStamped  = 1 // every frame starts with its 8-byte delivery instant (netem.Now)
+)
+
+// Config configures a Transport.
+type Config struct {
+	ID    int
+	Peers map[int]string // id -> address of its peer listener, excluding ID itself
+	// QueueLen bounds the messages waiting for one connection; when full, Send on an
+	// election channel drops, and on a broadcast channel the stream is reset (the
+	// owner is told through Events and must resync that peer).
+	QueueLen int
+	// Schedule, if set, emulates the network in user space: it gives each message the
+	// netem.Now instants at which it departs (the link's window lets it go) and
+	// arrives. The sender holds it until it departs, then writes it stamped with its
+	// arrival; the receiver holds it until then. So what is on the wire survives the
+	// sender's death, as packets in a kernel qdisc do; what has not departed dies
+	// with the sender, and what arrives for a dead receiver is lost.
+	Schedule func(to int, ch Channel, size int) (depart, arrive int64, err error)
+	// Dial defaults to a net.Dialer with a 2 s timeout.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Backoff bounds for reconnecting: starts at MinBackoff, doubles up to MaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	Logger                 *slog.Logger
+}
+
+// Transport is safe for concurrent use.
+type Transport struct {
+	cfg    Config
+	log    *slog.Logger
+	ln     net.Listener
+	recv   chan Message
+	events chan Event
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	out   map[outKey]*outStream
+	conns map[net.Conn]struct{} // accepted, to close on shutdown
+}
+
+type outKey struct {
+	to int
+	ch Channel
+}
+
+// New starts listening on ln and dialing peers lazily on the first Send.
+func New(ctx context.Context, ln net.Listener, cfg Config) *Transport {
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = 4096
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 20 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = time.Second
+	}
+	if cfg.Dial == nil {
+		d := net.Dialer{Timeout: 2 * time.Second}
+		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	t := &Transport{
+		cfg: cfg, log: cfg.Logger.With("transport", cfg.ID), ln: ln,
+		recv: make(chan Message, 1024), events: make(chan Event, 256),
+		ctx: ctx, cancel: cancel,
+		out: map[outKey]*outStream{}, conns: map[net.Conn]struct{}{},
+	}
+	t.wg.Add(1)
+	go t.accept()
+	return t
+}
+
+// Addr is the listener's address.
+func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
+
+// Recv delivers incoming messages.
+func (t *Transport) Recv() <-chan Message { return t.recv }
+
+// Events reports broken and re-established outgoing streams.
+func (t *Transport) Events() <-chan Event { return t.events }
+
+// Send queues payload for peer to. It never blocks. It reports false when the message
+// was dropped (unknown peer, transport closed, or a full election queue).
+func (t *Transport) Send(to int, ch Channel, payload []byte) bool {
+	if _, ok := t.cfg.Peers[to]; !ok || t.ctx.Err() != nil {
+		return false
+	}
+	t.mu.Lock()
+	k := outKey{to, ch}
+	s := t.out[k]
+	if s == nil {
+		s = &outStream{t: t, key: k, q: make(chan frame, t.cfg.QueueLen), reset: make(chan struct{}, 1)}
+		t.out[k] = s
+		t.wg.Add(1)
+		go s.run()
+	}
+	t.mu.Unlock()
+	f := frame{b: payload}
+	if t.cfg.Schedule != nil {
+		depart, arrive, err := t.cfg.Schedule(to, ch, len(payload))
+		if err != nil {
+			t.log.Error("user-space link", "to", to, "err", err)
+		}
+		stamped := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(payload)), uint64(arrive))
+		f = frame{depart: depart, b: append(stamped, payload...)}
+	}
+	select {
+	case s.q <- f:
+		return true
+	default:
+	}
+	if ch == Broadcast {
+		// A broadcast stream must not silently skip a message: cut it so the peer's
+		// protocol sees a break and resyncs.
+		select {
+		case s.reset <- struct{}{}:
+		default:
+		}
+	}
+	return false
+}
+
+// Close stops everything and waits for the goroutines.
+func (t *Transport) Close() error {
+	t.cancel()
+	err := t.ln.Close()
+	t.mu.Lock()
+	for c := range t.conns {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return err
+}
+
+func (t *Transport) emit(e Event) {
+	select {
+	case t.events <- e:
+	case <-t.ctx.Done():
+	}
+}
+
+func (t *Transport) accept() {
+	defer t.wg.Done()
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			if t.ctx.Err() == nil {
+				t.log.Warn("accept failed", "err", err)
+			}
+			return
+		}
+		t.mu.Lock()
+		if t.ctx.Err() != nil {
+			t.mu.Unlock()
+			c.Close()
+			return
+		}
+		t.conns[c] = struct{}{}
+		t.mu.Unlock()
+		t.wg.Add(1)
+		go t.serve(c)
+	}
+}
+
+// serve reads one incoming stream after checking who is on the other end.
+func (t *Transport) serve(c net.Conn) {
+	defer t.wg.Done()
+	defer func() {
+		c.Close()
+		t.mu.Lock()
+		delete(t.conns, c)
+		t.mu.Unlock()
+	}()
+	r := bufio.NewReaderSize(c, 64<<10)
+	var hdr [handshakeLen]byte
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	from := int(binary.BigEndian.Uint32(hdr[4:8]))
+	ch := Channel(hdr[8])
+	stamped := hdr[9]&flagStamped != 0
+	if binary.BigEndian.Uint32(hdr[:4]) != magic || (ch != Election && ch != Broadcast) {
+		t.log.Warn("refused connection: bad handshake", "remote", c.RemoteAddr())
+		return
+	}
+	if _, ok := t.cfg.Peers[from]; !ok {
+		t.log.Warn("refused connection from unknown peer", "peer", from, "remote", c.RemoteAddr())
+		return
+	}
+	var waker *netem.Waker
+	if stamped {
+		w, err := netem.NewWaker()
+		if err != nil {
+			t.log.Error("refused a stamped stream: no timer", "peer", from, "err", err)
+			return
+		}
+		waker = w
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-t.ctx.Done():
+			case <-stop:
+			}
+			w.Close()
+		}()
+	}
+	for {
+		p, err := ReadFrame(r)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && t.ctx.Err() == nil {
+				t.log.Debug("stream closed", "peer", from, "channel", ch, "err", err)
+			}
+			return
+		}
+		if stamped {
+			if len(p) < 8 {
+				t.log.Warn("stamped frame without a stamp", "peer", from)
+				return
+			}
+			at := int64(binary.BigEndian.Uint64(p))
+			p = p[8:]
+			if err := waker.SleepUntil(at); err != nil {
+				return
+			}
+		}
+		select {
+		case t.recv <- Message{From: from, Channel: ch, Payload: p}:
+		case <-t.ctx.Done():
+			return
+		}
+	}
+}
+
+// outStream owns the connection to one peer on one channel.
+type outStream struct {
+	t     *Transport
+	key   outKey
+	q     chan frame
+	reset chan struct{}
+}
+
+// frame is a queued message: with a user-space link, it leaves at depart (netem.Now).
+type frame struct {
+	depart int64
+	b      []byte
+}
+
+func (s *outStream) run() {
+	t := s.t
+	defer t.wg.Done()
+	backoff := t.cfg.MinBackoff
+	for t.ctx.Err() == nil {
+		c, err := s.dial()
+		if err != nil {
+			t.log.Debug("dial failed", "peer", s.key.to, "channel", s.key.ch, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-t.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, t.cfg.MaxBackoff)
+			continue
+		}
+		backoff = t.cfg.MinBackoff
+		t.emit(Event{Peer: s.key.to, Channel: s.key.ch, Up: true})
+		err = s.pump(c)
+		c.Close()
+		if t.ctx.Err() != nil {
+			return
+		}
+		t.log.Debug("stream broken", "peer", s.key.to, "channel", s.key.ch, "err", err)
+		// Whatever was queued belongs to the broken stream; the protocol resyncs.
+		s.drain()
+		t.emit(Event{Peer: s.key.to, Channel: s.key.ch, Up: false})
+	}
+}
+
+func (s *outStream) dial() (net.Conn, error) {
+	t := s.t
+	c, err := t.cfg.Dial(t.ctx, t.cfg.Peers[s.key.to])
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	var hdr [handshakeLen]byte
+	binary.BigEndian.PutUint32(hdr[:4], magic)
+	binary.BigEndian.PutUint32(hdr[4:8], uint32(t.cfg.ID))
+	hdr[8] = byte(s.key.ch)
+	if t.cfg.Schedule != nil {
+		hdr[9] = flagStamped
+	}
+	if _, err := c.Write(hdr[:]); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// pump writes queued frames until the connection fails, a reset is asked for, or the
+// transport closes. A watcher closes the connection for the last two, so a write
+// blocked on a peer that stopped reading is cut too.
+func (s *outStream) pump(c net.Conn) error {
+	t := s.t
+	stop := make(chan struct{})
+	defer close(stop)
+	cause := make(chan error, 1)
+	go func() { // the receiver never writes: a read returning means the stream is gone
+		var b [1]byte
+		c.Read(b[:])
+		select {
+		case cause <- errors.New("peer closed the stream"):
+		default: // the watcher already said why
+		}
+	}()
+	go func() {
+		select {
+		case <-s.reset:
+			cause <- errors.New("send queue overflow")
+		case <-t.ctx.Done():
+		case <-stop:
+		}
+		c.Close()
+	}()
+	var waker *netem.Waker
+	if t.cfg.Schedule != nil {
+		var err error
+		if waker, err = netem.NewWaker(); err != nil {
+			return err
+		}
+		defer waker.Close()
+		go func() { // a closed stream wakes a frame waiting to depart
+			select {
+			case <-t.ctx.Done():
+			case <-stop:
+			}
+			waker.Close()
+		}()
+	}
+	w := bufio.NewWriterSize(c, 64<<10)
+	write := func(f frame) error {
+		if waker != nil && f.depart > netem.Now() {
+			// Not on the wire yet: push out what is, then wait for the window.
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if err := waker.SleepUntil(f.depart); err != nil {
+				return err
+			}
+		}
+		return WriteFrame(w, f.b)
+	}
+	for {
+		var f frame
+		select {
+		case f = <-s.q:
+		case err := <-cause:
+			return err
+		case <-t.ctx.Done():
+			return t.ctx.Err()
+		}
+		err := write(f)
+		// Batch what is already queued into one flush.
+		for n := len(s.q); n > 0 && err == nil; n-- {
+			err = write(<-s.q)
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			select {
+			case c := <-cause:
+				return c
+			default:
+				return err
+			}
+		}
+	}
+}
+
+func (s *outStream) drain() {
+	for {
+		select {
+		case <-s.q:
+		case <-s.reset:
+		default:
+			return
+		}
+	}
+}
+
+// WriteFrame writes one length-prefixed frame.
+func WriteFrame(w io.Writer, p []byte) error {
+	if len(p) > MaxFrame {
+		return fmt.Errorf("frame of %d bytes exceeds %d", len(p), MaxFrame)
+	}
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(p)))
+	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(p)
+	return err
+}
+
+// ReadFrame reads one length-prefixed frame.
+func ReadFrame(r io.Reader) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > MaxFrame {
+		return nil, fmt.Errorf("frame of %d bytes exceeds %d", size, MaxFrame)
+	}
+	p := make([]byte, size)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return nil, fmt.Errorf("short frame: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,249 @@
+package workload
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Outcome is what the client learned about a request.
+type Outcome uint8
+
+const (
+	// OK: the server acknowledged the write.
+	OK Outcome = iota + 1
+	// Failed: a definite error; the write did not happen (a server's error reply, or the
+	// request was never sent).
+	Failed
+	// Unknown: the connection was lost with the request in flight; it may have committed.
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case Failed:
+		return "failed"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// ParseOutcome is the inverse of Outcome.String.
+func ParseOutcome(s string) (Outcome, error) {
+	switch s {
+	case "ok":
+		return OK, nil
+	case "failed":
+		return Failed, nil
+	case "unknown":
+		return Unknown, nil
+	}
+	return 0, fmt.Errorf("unknown outcome %q (want ok, failed or unknown)", s)
+}
+
+// Record is one request of a run. Times are offsets from the run's start.
+type Record struct {
+	ID       uint64        // unique in the run; also written into the value
+	DC       string        // data center whose pacer issued it
+	Server   int           // server it was (last) sent to; 0 if never sent
+	Key      string        // znode path
+	Intended time.Duration // when the schedule said to send it
+	Sent     time.Duration // first handed to the client; -1 if never sent
+	Done     time.Duration // outcome known
+	Outcome  Outcome
+	Zxid     int64 // Mzxid of the reply's stat (OK only, else 0)
+	Version  int32 // data version after the write (OK only, else -1)
+	Attempts int   // sends tried (more than 1 when a server could not take it)
+	Err      string
+}
+
+// Latency is the latency seen by the client, measured from the intended send time.
+func (r Record) Latency() time.Duration { return r.Done - r.Intended }
+
+// WasSent reports whether the request ever reached a client session.
+func (r Record) WasSent() bool { return r.Sent >= 0 }
+
+var recordHeader = []string{"id", "dc", "server", "key", "intended_ns", "sent_ns", "done_ns",
+	"outcome", "zxid", "version", "attempts", "err"}
+
+// RecordWriter streams records as CSV (gzip-compressed when the path ends in .gz).
+// Each Write is flushed to the file, so a crash of the harness loses nothing measured.
+type RecordWriter struct {
+	f  *os.File
+	gz *gzip.Writer
+	bw *bufio.Writer
+	cw *csv.Writer
+}
+
+// CreateRecords creates path and writes the CSV header.
+func CreateRecords(path string) (*RecordWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: records: %w", err)
+	}
+	w := &RecordWriter{f: f}
+	var out io.Writer = f
+	if strings.HasSuffix(path, ".gz") {
+		w.gz = gzip.NewWriter(f)
+		out = w.gz
+	}
+	w.bw = bufio.NewWriterSize(out, 64<<10)
+	w.cw = csv.NewWriter(w.bw)
+	if err := w.cw.Write(recordHeader); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("workload: records %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// Write appends records and pushes them to the operating system.
+func (w *RecordWriter) Write(recs ...Record) error {
+	row := make([]string, len(recordHeader))
+	for _, r := range recs {
+		row[0] = strconv.FormatUint(r.ID, 10)
+		row[1] = r.DC
+		row[2] = strconv.Itoa(r.Server)
+		row[3] = r.Key
+		row[4] = strconv.FormatInt(int64(r.Intended), 10)
+		row[5] = strconv.FormatInt(int64(r.Sent), 10)
+		row[6] = strconv.FormatInt(int64(r.Done), 10)
+		row[7] = r.Outcome.String()
+		row[8] = strconv.FormatInt(r.Zxid, 10)
+		row[9] = strconv.FormatInt(int64(r.Version), 10)
+		row[10] = strconv.Itoa(r.Attempts)
+		row[11] = r.Err
+		if err := w.cw.Write(row); err != nil {
+			return fmt.Errorf("workload: records %s: %w", w.f.Name(), err)
+		}
+	}
+	return w.flush()
+}
+
+func (w *RecordWriter) flush() error {
+	w.cw.Flush()
+	err := w.cw.Error()
+	if err == nil {
+		err = w.bw.Flush()
+	}
+	if err == nil && w.gz != nil {
+		err = w.gz.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("workload: records %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// Close flushes, syncs and closes the file.
+func (w *RecordWriter) Close() error {
+	err := w.flush()
+	if w.gz != nil {
+		err = errors.Join(err, w.gz.Close())
+	}
+	err = errors.Join(err, w.f.Sync(), w.f.Close())
+	if err != nil {
+		return fmt.Errorf("workload: closing records %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// LoadRecords reads a records file written by RecordWriter (.gz or plain).
+func LoadRecords(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReader(f)
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, fmt.Errorf("workload: %s: %w", path, err)
+		}
+		defer gz.Close()
+		r = gz
+	}
+	recs, err := ReadRecords(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
+// ReadRecords parses records CSV. Errors name the line and the field.
+func ReadRecords(r io.Reader) ([]Record, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(recordHeader)
+	cr.ReuseRecord = true
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("records header: %w", err)
+	}
+	for i, h := range recordHeader {
+		if head[i] != h {
+			return nil, fmt.Errorf("records header: column %d is %q, want %q", i+1, head[i], h)
+		}
+	}
+	var out []Record
+	for {
+		row, err := cr.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("records: %w", err)
+		}
+		line, _ := cr.FieldPos(0)
+		rec, err := parseRecord(row)
+		if err != nil {
+			return nil, fmt.Errorf("records line %d: %w", line, err)
+		}
+		out = append(out, rec)
+	}
+}
+
+func parseRecord(row []string) (Record, error) {
+	var r Record
+	var err error
+	num := func(col int, bits int) int64 {
+		if err != nil {
+			return 0
+		}
+		var v int64
+		v, err = strconv.ParseInt(row[col], 10, bits)
+		if err != nil {
+			err = fmt.Errorf("field %s: %w", recordHeader[col], err)
+		}
+		return v
+	}
+	if r.ID, err = strconv.ParseUint(row[0], 10, 64); err != nil {
+		return r, fmt.Errorf("field id: %w", err)
+	}
+	r.DC = row[1]
+	r.Server = int(num(2, 32))
+	r.Key = row[3]
+	r.Intended = time.Duration(num(4, 64))
+	r.Sent = time.Duration(num(5, 64))
+	r.Done = time.Duration(num(6, 64))
+	r.Zxid = num(8, 64)
+	r.Version = int32(num(9, 32))
+	r.Attempts = int(num(10, 32))
+	if err != nil {
+		return r, err
+	}
+	if r.Outcome, err = ParseOutcome(row[7]); err != nil {
+		return r, fmt.Errorf("field outcome: %w", err)
+	}
+	r.Err = row[11]
+	return r, nil
+}

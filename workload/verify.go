@@ -1,0 +1,387 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/go-zookeeper/zk"
+)
+
+// VerifyConfig says where and what to read back after a run.
+type VerifyConfig struct {
+	Servers        []Server // live servers; each one is read
+	Prefix         string   // default /polebench
+	Keys           int      // default 1000
+	RunID          string   // the run whose values are expected (Result.RunID)
+	SessionTimeout time.Duration
+	// Linearizability is porcupine's time budget for the per-key check of the recorded
+	// history; default 10 s, negative skips the check.
+	Linearizability time.Duration
+	Log             *slog.Logger
+}
+
+// VerifyConfig returns the read-back settings of this workload's run, reading from every
+// server not marked down.
+func (w *Workload) VerifyConfig() VerifyConfig {
+	var live []Server
+	for _, s := range w.cfg.Servers {
+		if !w.servers[s.ID].killed.Load() {
+			live = append(live, s)
+		}
+	}
+	return VerifyConfig{Servers: live, Prefix: w.cfg.Prefix, Keys: w.cfg.Keys,
+		RunID: w.cfg.RunID, SessionTimeout: w.cfg.SessionTimeout, Log: w.cfg.Log}
+}
+
+// Anomaly is one final value that the recorded history does not explain.
+type Anomaly struct {
+	Server  int    `json:"server"`
+	Key     string `json:"key"`
+	GotID   uint64 `json:"got_id"`   // request id in the value read (0: the initial value)
+	GotZxid int64  `json:"got_zxid"` // its Mzxid
+	Lost    int    `json:"lost"`     // acknowledged writes with a higher zxid than the value read
+	Msg     string `json:"msg"`
+}
+
+// Verification is the read-back verdict.
+type Verification struct {
+	Servers      []int `json:"servers"`
+	Keys         int   `json:"keys"`
+	Reads        int   `json:"reads"`
+	Acknowledged int   `json:"acknowledged"`
+	// LostAcknowledgedWrites counts distinct acknowledged writes that some live server
+	// does not reflect: its final value of the key is older than the write.
+	LostAcknowledgedWrites int       `json:"lost_acknowledged_writes"`
+	Anomalies              []Anomaly `json:"anomalies,omitempty"`
+	// CommittedUnknown counts writes with outcome unknown whose value a server holds.
+	CommittedUnknown int `json:"committed_unknown"`
+	// Linearizability is porcupine's verdict on the per-key histories (acknowledged and
+	// unknown writes, plus the final reads): ok, illegal, unknown (out of time) or skipped.
+	Linearizability string   `json:"linearizability"`
+	IllegalKeys     []string `json:"illegal_keys,omitempty"`
+}
+
+// Err is nil when no acknowledged write was lost, every value is explained and the
+// history is not known to be non-linearizable.
+func (v *Verification) Err() error {
+	var errs []error
+	if v.LostAcknowledgedWrites > 0 {
+		errs = append(errs, fmt.Errorf("%d acknowledged writes lost", v.LostAcknowledgedWrites))
+	}
+	if n := len(v.Anomalies); n > 0 {
+		a := v.Anomalies[0]
+		errs = append(errs, fmt.Errorf("%d unexplained final values (first: server %d key %s: %s)", n, a.Server, a.Key, a.Msg))
+	}
+	if v.Linearizability == "illegal" {
+		errs = append(errs, fmt.Errorf("history not linearizable on keys %v", v.IllegalKeys))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("workload: verification: %w", errors.Join(errs...))
+}
+
+// read is one final value of a key on a server.
+type read struct {
+	server int
+	key    string
+	data   []byte
+	mzxid  int64
+	ver    int32
+	err    error
+}
+
+// Verify reads every key from every server in cfg and checks it against recs. For each
+// key, the final value must be the acknowledged write with the highest zxid, or a later
+// write whose outcome was unknown; anything else is an anomaly. The error is about
+// reading; the verdict is in the Verification (see Err).
+func Verify(ctx context.Context, cfg VerifyConfig, recs []Record) (*Verification, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/polebench"
+	}
+	if cfg.Keys <= 0 {
+		cfg.Keys = 1000
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Linearizability == 0 {
+		cfg.Linearizability = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Servers) == 0 || cfg.RunID == "" {
+		return nil, errors.New("workload: verify: need servers and the run id")
+	}
+	var reads []read
+	var ids []int
+	for _, s := range cfg.Servers {
+		rs, err := readAll(ctx, cfg, s)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, s.ID)
+		reads = append(reads, rs...)
+	}
+	v := judge(recs, reads, cfg.RunID, cfg.Linearizability)
+	v.Servers, v.Keys = ids, cfg.Keys
+	cfg.Log.Info("verification", "reads", v.Reads, "acknowledged", v.Acknowledged,
+		"lost", v.LostAcknowledgedWrites, "anomalies", len(v.Anomalies),
+		"committed_unknown", v.CommittedUnknown, "linearizability", v.Linearizability)
+	return v, nil
+}
+
+// judge checks final reads against the recorded history.
+func judge(recs []Record, reads []read, runID string, budget time.Duration) *Verification {
+	v := &Verification{Reads: len(reads)}
+
+	byID := map[uint64]*Record{}
+	acked := map[string][]int64{} // key -> zxids of acknowledged writes
+	for i := range recs {
+		r := &recs[i]
+		byID[r.ID] = r
+		if r.Outcome == OK {
+			v.Acknowledged++
+			acked[r.Key] = append(acked[r.Key], r.Zxid)
+		}
+	}
+	lost := map[string]int64{} // key -> oldest final zxid seen; acked writes above it are lost
+	unknownSeen := map[uint64]bool{}
+	for _, rd := range reads {
+		bad := func(id uint64, msg string) {
+			v.Anomalies = append(v.Anomalies, Anomaly{Server: rd.server, Key: rd.key, GotID: id, GotZxid: rd.mzxid, Msg: msg})
+		}
+		if rd.err != nil {
+			bad(0, "read failed: "+rd.err.Error())
+			continue
+		}
+		run, id, err := decodeValue(rd.data)
+		switch {
+		case err != nil:
+			bad(0, err.Error())
+			continue
+		case run != runID:
+			bad(id, fmt.Sprintf("value of run %q, want %q", run, runID))
+			continue
+		case id != 0:
+			w := byID[id]
+			switch {
+			case w == nil:
+				bad(id, "value of a write that was never recorded")
+				continue
+			case w.Key != rd.key:
+				bad(id, fmt.Sprintf("value of a write to %s", w.Key))
+				continue
+			case w.Outcome == Failed:
+				bad(id, "value of a write that failed definitely: "+w.Err)
+				continue
+			case w.Outcome == OK && w.Zxid != rd.mzxid:
+				bad(id, fmt.Sprintf("acknowledged with zxid %#x, stored with %#x", w.Zxid, rd.mzxid))
+				continue
+			case w.Outcome == Unknown:
+				unknownSeen[id] = true
+			}
+		}
+		n := 0
+		for _, z := range acked[rd.key] {
+			if z > rd.mzxid {
+				n++
+			}
+		}
+		if n > 0 {
+			v.Anomalies = append(v.Anomalies, Anomaly{Server: rd.server, Key: rd.key, GotID: id, GotZxid: rd.mzxid, Lost: n,
+				Msg: fmt.Sprintf("%d acknowledged writes newer than the value read", n)})
+			if old, ok := lost[rd.key]; !ok || rd.mzxid < old {
+				lost[rd.key] = rd.mzxid
+			}
+		}
+	}
+	for k, z := range lost {
+		for _, a := range acked[k] {
+			if a > z {
+				v.LostAcknowledgedWrites++
+			}
+		}
+	}
+	v.CommittedUnknown = len(unknownSeen)
+	v.Linearizability, v.IllegalKeys = checkLinearizable(recs, reads, runID, budget)
+	return v
+}
+
+// readAll syncs server s with the leader and reads every key.
+func readAll(ctx context.Context, cfg VerifyConfig, s Server) ([]read, error) {
+	conn, _, err := zk.Connect([]string{s.Addr}, cfg.SessionTimeout,
+		zk.WithHostProvider(&pinnedHost{addr: s.Addr}), zk.WithLogger(zkLogger{cfg.Log}), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("workload: verify: server %d: %w", s.ID, err)
+	}
+	defer conn.Close()
+	// Sync first: a follower answers reads from its own state, which may lag the leader.
+	for {
+		_, err := conn.Sync(cfg.Prefix)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, zk.ErrNoServer) && !errors.Is(err, zk.ErrConnectionClosed) {
+			return nil, fmt.Errorf("workload: verify: sync on server %d: %w", s.ID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("workload: verify: server %d: %w (last: %v)", s.ID, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	out := make([]read, cfg.Keys)
+	idx := make(chan int)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range idx {
+				k := KeyPath(cfg.Prefix, i)
+				data, st, err := conn.Get(k)
+				out[i] = read{server: s.ID, key: k, data: data, err: err}
+				if err == nil {
+					out[i].mzxid, out[i].ver = st.Mzxid, st.Version
+				}
+			}
+		}()
+	}
+	var cerr error
+	for i := range cfg.Keys {
+		select {
+		case idx <- i:
+		case <-ctx.Done():
+			cerr = ctx.Err()
+		}
+		if cerr != nil {
+			break
+		}
+	}
+	close(idx)
+	wg.Wait()
+	if cerr != nil {
+		return nil, fmt.Errorf("workload: verify: server %d: %w", s.ID, cerr)
+	}
+	return out, nil
+}
+
+// The porcupine model is one znode under setData: its value (a request id) and data
+// version. The version is unknown (-1) until an acknowledged write pins it, because
+// the keyspace may have been written before the run.
+type regState struct {
+	id  uint64
+	ver int64
+}
+
+type regInput struct {
+	write bool
+	id    uint64 // write: the id written
+}
+
+type regOutput struct {
+	known bool   // false: a write whose outcome is unknown
+	id    uint64 // read: the id read
+	ver   int64  // the data version after the write, or read
+}
+
+var registerModel = porcupine.Model{
+	Init: func() interface{} { return regState{ver: -1} },
+	Step: func(st, in, out interface{}) (bool, interface{}) {
+		s, i, o := st.(regState), in.(regInput), out.(regOutput)
+		next := func(v int64) int64 {
+			if v < 0 {
+				return -1
+			}
+			return v + 1
+		}
+		switch {
+		case i.write && !o.known:
+			return true, regState{id: i.id, ver: next(s.ver)}
+		case i.write:
+			return s.ver < 0 || o.ver == s.ver+1, regState{id: i.id, ver: o.ver}
+		default:
+			return s.id == o.id && (s.ver < 0 || s.ver == o.ver), regState{id: o.id, ver: o.ver}
+		}
+	},
+	DescribeOperation: func(in, out interface{}) string {
+		i, o := in.(regInput), out.(regOutput)
+		if i.write {
+			return fmt.Sprintf("set(%d) -> v%d known=%v", i.id, o.ver, o.known)
+		}
+		return fmt.Sprintf("get() -> %d v%d", o.id, o.ver)
+	},
+}
+
+// checkLinearizable runs porcupine on each key's history: acknowledged writes over
+// [sent, done], unknown writes from sent to after the end (they may take effect at any
+// later time, or never), and the final reads at the end.
+func checkLinearizable(recs []Record, reads []read, runID string, budget time.Duration) (string, []string) {
+	if budget < 0 {
+		return "skipped", nil
+	}
+	var end int64
+	for _, r := range recs {
+		end = max(end, int64(r.Done))
+	}
+	end++
+	never := end + int64(time.Hour)
+	hist := map[string][]porcupine.Operation{}
+	for _, r := range recs {
+		switch r.Outcome {
+		case OK:
+			hist[r.Key] = append(hist[r.Key], porcupine.Operation{Input: regInput{write: true, id: r.ID},
+				Call: int64(r.Sent), Output: regOutput{known: true, ver: int64(r.Version)}, Return: int64(r.Done)})
+		case Unknown:
+			hist[r.Key] = append(hist[r.Key], porcupine.Operation{Input: regInput{write: true, id: r.ID},
+				Call: int64(r.Sent), Output: regOutput{}, Return: never})
+		}
+	}
+	for _, rd := range reads {
+		if rd.err != nil {
+			continue
+		}
+		run, id, err := decodeValue(rd.data)
+		if err != nil {
+			continue // already an anomaly
+		}
+		if run != runID {
+			id = math.MaxUint64 // no write of this run explains it
+		}
+		hist[rd.key] = append(hist[rd.key], porcupine.Operation{Input: regInput{},
+			Call: end, Output: regOutput{known: true, id: id, ver: int64(rd.ver)}, Return: end})
+	}
+	keys := make([]string, 0, len(hist))
+	for k := range hist {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	deadline := time.Now().Add(budget)
+	verdict := "ok"
+	var illegal []string
+	for _, k := range keys {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return "unknown", illegal
+		}
+		switch porcupine.CheckOperationsTimeout(registerModel, hist[k], left) {
+		case porcupine.Illegal:
+			illegal = append(illegal, k)
+			verdict = "illegal"
+		case porcupine.Unknown:
+			if verdict == "ok" {
+				verdict = "unknown"
+			}
+		}
+	}
+	return verdict, illegal
+}

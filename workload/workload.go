@@ -1,0 +1,728 @@
+package workload
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Server is one replica as the workload sees it.
+type Server struct {
+	ID   int    // 1..N
+	DC   string // data center name
+	Addr string // client address, host:port
+}
+
+// Config describes a run. Zero values take the defaults noted.
+type Config struct {
+	Servers  []Server
+	Rates    map[string]float64 // req/s per DC name; a DC without a rate sends nothing
+	Arrival  Arrival            // default Poisson
+	Seed     uint64
+	Duration time.Duration // pacing length; 0: until ctx is cancelled
+
+	PayloadBytes      int           // default 1024
+	Keys              int           // keyspace size, default 1000
+	Prefix            string        // parent znode, default /polebench
+	SessionsPerServer int           // default 4
+	MaxInFlight       int           // per server, default 256
+	SessionTimeout    time.Duration // default 10 s
+	// RetryFor bounds how long a request that could not be sent (no session of its DC
+	// available) keeps waiting for one, from its intended time; default 10 s.
+	RetryFor time.Duration
+	// Drain bounds the wait for in-flight requests after pacing ends; default 5 s. What
+	// is still in flight then is recorded unknown.
+	Drain time.Duration
+
+	RecordsPath string // CSV records, gzip if it ends in .gz; "" keeps them in memory only
+	RunID       string // tag written into every value; default from Start
+	Log         *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if c.Arrival == "" {
+		c.Arrival = Poisson
+	}
+	def(&c.PayloadBytes, 1024)
+	def(&c.Keys, 1000)
+	def(&c.SessionsPerServer, 4)
+	def(&c.MaxInFlight, 256)
+	defDur(&c.SessionTimeout, 10*time.Second)
+	defDur(&c.RetryFor, 10*time.Second)
+	defDur(&c.Drain, 5*time.Second)
+	if c.Prefix == "" {
+		c.Prefix = "/polebench"
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	if len(c.Servers) == 0 {
+		return errors.New("workload: config: no servers")
+	}
+	seen := map[int]bool{}
+	dcs := map[string]bool{}
+	for i, s := range c.Servers {
+		switch {
+		case s.ID <= 0 || seen[s.ID]:
+			return fmt.Errorf("workload: config: servers[%d]: id %d is not positive or repeated", i, s.ID)
+		case s.DC == "" || s.Addr == "":
+			return fmt.Errorf("workload: config: servers[%d] (id %d): dc and addr are required", i, s.ID)
+		}
+		seen[s.ID], dcs[s.DC] = true, true
+	}
+	for dc, r := range c.Rates {
+		if !dcs[dc] {
+			return fmt.Errorf("workload: config: rates: DC %q has no servers", dc)
+		}
+		if _, err := NewSchedule(Poisson, r, 0); r != 0 && err != nil {
+			return fmt.Errorf("workload: config: rates[%q]: %w", dc, err)
+		}
+	}
+	if c.Arrival != Poisson && c.Arrival != Constant {
+		return fmt.Errorf("workload: config: arrival %q: want %q or %q", c.Arrival, Poisson, Constant)
+	}
+	if !strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
+		return fmt.Errorf("workload: config: prefix %q must start and not end with /", c.Prefix)
+	}
+	if strings.ContainsAny(c.RunID, " \n") {
+		return fmt.Errorf("workload: config: run id %q must not contain blanks", c.RunID)
+	}
+	return nil
+}
+
+// Workload is a prepared run: sessions to every server and a keyspace.
+// ServerDown and ServerUp may be called from any goroutine while Run runs.
+type Workload struct {
+	cfg       Config
+	log       *slog.Logger
+	servers   map[int]*server
+	dcs       []*dc // sorted by name
+	preparing atomic.Bool
+	ready     atomic.Bool // Prepare succeeded
+	ran       atomic.Bool
+	start     time.Time
+	hard      chan struct{}   // closed when waiting requests must give up
+	done      [4]atomic.Int64 // completed requests by outcome (OK, Failed, Unknown start at 1), for Progress
+}
+
+// Progress counts the requests completed so far: ok, failed, unknown. Safe to call
+// from any goroutine while Run runs.
+func (w *Workload) Progress() (ok, failed, unknown int64) {
+	return w.done[OK].Load(), w.done[Failed].Load(), w.done[Unknown].Load()
+}
+
+type dc struct {
+	name    string
+	index   int
+	rate    float64
+	servers []*server
+}
+
+type server struct {
+	Server
+	killed   atomic.Bool  // the harness said it is down
+	ready    atomic.Int32 // sessions that have a ZooKeeper session right now
+	sessions []*session
+	rr       atomic.Uint32
+	sem      chan struct{} // bounds requests in flight
+	log      *slog.Logger
+}
+
+type session struct {
+	srv     *server
+	conn    *zk.Conn
+	ready   atomic.Bool
+	closing atomic.Bool // Close was called: stop redialing
+}
+
+// New checks cfg and builds the workload; no I/O.
+func New(cfg Config) (*Workload, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	w := &Workload{cfg: cfg, log: cfg.Log, servers: map[int]*server{}, hard: make(chan struct{})}
+	byDC := map[string]*dc{}
+	for _, s := range cfg.Servers {
+		d := byDC[s.DC]
+		if d == nil {
+			d = &dc{name: s.DC, rate: cfg.Rates[s.DC]}
+			byDC[s.DC] = d
+			w.dcs = append(w.dcs, d)
+		}
+		srv := &server{Server: s, sem: make(chan struct{}, cfg.MaxInFlight), log: cfg.Log.With("server", s.ID)}
+		d.servers = append(d.servers, srv)
+		w.servers[s.ID] = srv
+	}
+	slices.SortFunc(w.dcs, func(a, b *dc) int { return strings.Compare(a.name, b.name) })
+	for i, d := range w.dcs {
+		d.index = i
+	}
+	return w, nil
+}
+
+// Prepare opens SessionsPerServer sessions to every server, waits until all have a
+// session (but those of servers marked down, which connect when they come back), and
+// creates (or resets) the keyspace Prefix/k00000.. with initial values.
+func (w *Workload) Prepare(ctx context.Context) error {
+	if w.preparing.Swap(true) {
+		return errors.New("workload: Prepare called twice")
+	}
+	for _, d := range w.dcs {
+		for _, s := range d.servers {
+			for range w.cfg.SessionsPerServer {
+				sess, err := w.dial(s)
+				if err != nil {
+					return err
+				}
+				s.sessions = append(s.sessions, sess)
+			}
+		}
+	}
+	for _, s := range w.sortedServers() {
+		for !s.killed.Load() && s.ready.Load() < int32(len(s.sessions)) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("workload: waiting for sessions to server %d (%s): %w", s.ID, s.Addr, ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	if w.cfg.RunID == "" {
+		w.cfg.RunID = fmt.Sprintf("%x", time.Now().UnixNano())
+	}
+	if err := w.createKeys(ctx); err != nil {
+		return err
+	}
+	w.ready.Store(true)
+	return nil
+}
+
+func (w *Workload) dial(s *server) (*session, error) {
+	sess := &session{srv: s}
+	conn, _, err := zk.Connect([]string{s.Addr}, w.cfg.SessionTimeout,
+		zk.WithHostProvider(&pinnedHost{addr: s.Addr, gone: func() bool { return s.killed.Load() || sess.closing.Load() }}),
+		zk.WithLogger(zkLogger{s.log}), zk.WithLogInfo(false),
+		zk.WithEventCallback(sess.onEvent),
+		zk.WithMaxConnBufferSize(max(64<<10, 2*w.cfg.PayloadBytes+4096)))
+	if err != nil {
+		return nil, fmt.Errorf("workload: session to server %d (%s): %w", s.ID, s.Addr, err)
+	}
+	sess.conn = conn
+	return sess, nil
+}
+
+// onEvent tracks whether the session can take requests. It runs on the client's own
+// goroutine and must not block.
+func (s *session) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	ready := ev.State == zk.StateHasSession
+	if s.ready.Swap(ready) == ready {
+		return
+	}
+	if ready {
+		if s.srv.ready.Add(1) == 1 {
+			s.srv.log.Info("server available")
+		}
+	} else if s.srv.ready.Add(-1) == 0 {
+		s.srv.log.Info("server unavailable", "state", ev.State.String())
+	}
+}
+
+func (w *Workload) createKeys(ctx context.Context) error {
+	var conn *zk.Conn
+	for _, s := range w.sortedServers() {
+		if sess := s.readySession(); sess != nil {
+			conn = sess.conn
+			break
+		}
+	}
+	if conn == nil {
+		return errors.New("workload: creating keys: no server available")
+	}
+	parts := strings.Split(w.cfg.Prefix, "/")[1:]
+	for i := range parts {
+		p := "/" + strings.Join(parts[:i+1], "/")
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("workload: creating %s: %w", p, err)
+		}
+	}
+	init := encodeValue(w.cfg.RunID, 0, w.cfg.PayloadBytes)
+	keys := make(chan string)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range 32 { // pipelined: one at a time would cost a WAN round trip per key
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range keys {
+				_, err := conn.Create(k, init, 0, zk.WorldACL(zk.PermAll))
+				if errors.Is(err, zk.ErrNodeExists) {
+					_, err = conn.Set(k, init, -1)
+				}
+				if err != nil {
+					select {
+					case errc <- fmt.Errorf("workload: creating %s: %w", k, err):
+					default:
+					}
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := range w.cfg.Keys {
+		select {
+		case keys <- KeyPath(w.cfg.Prefix, i):
+		case err = <-errc:
+			break feed
+		case <-ctx.Done():
+			err = fmt.Errorf("workload: creating keys: %w", ctx.Err())
+			break feed
+		}
+	}
+	close(keys)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errc:
+		default:
+		}
+	}
+	if err == nil {
+		w.log.Info("keyspace ready", "prefix", w.cfg.Prefix, "keys", w.cfg.Keys, "run", w.cfg.RunID)
+	}
+	return err
+}
+
+// ServerDown tells the workload that server id was killed: no new request goes to it.
+// Requests of a DC with no live server left fail at once.
+func (w *Workload) ServerDown(id int) error {
+	s, ok := w.servers[id]
+	if !ok {
+		return fmt.Errorf("workload: server down: unknown server %d", id)
+	}
+	s.killed.Store(true)
+	w.log.Info("server down", "server", id)
+	return nil
+}
+
+// ServerUp undoes ServerDown (a restart); its sessions reconnect by themselves.
+func (w *Workload) ServerUp(id int) error {
+	s, ok := w.servers[id]
+	if !ok {
+		return fmt.Errorf("workload: server up: unknown server %d", id)
+	}
+	s.killed.Store(false)
+	w.log.Info("server up", "server", id)
+	return nil
+}
+
+// Result is what Run measured.
+type Result struct {
+	Start   time.Time // zero of the records' offsets
+	RunID   string
+	Records []Record // sorted by intended time
+	Stats   Stats
+}
+
+// Run is RunFrom(ctx, time.Now()).
+func (w *Workload) Run(ctx context.Context) (*Result, error) { return w.RunFrom(ctx, time.Now()) }
+
+// RunFrom paces requests from start (the zero of the run's clock: records are offsets
+// from it, and a harness that picks it shares one clock with its events) until Duration
+// or until ctx is cancelled, waits up to Drain for those in flight, closes the sessions
+// and returns every request's record. A start in the past makes the pacers catch up.
+// It can be called once, after Prepare. Cancelling ctx is a clean stop, not an error;
+// errors are about writing the records.
+func (w *Workload) RunFrom(ctx context.Context, start time.Time) (*Result, error) {
+	if !w.ready.Load() {
+		return nil, errors.New("workload: Run before a successful Prepare")
+	}
+	if w.ran.Swap(true) {
+		return nil, errors.New("workload: Run called twice")
+	}
+	var rw *RecordWriter
+	if w.cfg.RecordsPath != "" {
+		var err error
+		if rw, err = CreateRecords(w.cfg.RecordsPath); err != nil {
+			return nil, err
+		}
+	}
+	w.start = start
+
+	recs := make(chan Record, 8192)
+	var all []Record
+	var werr error
+	writerDone := make(chan struct{})
+	go func() { // single writer: batches whatever has completed, then flushes it
+		defer close(writerDone)
+		batch := make([]Record, 0, 1024)
+		for r := range recs {
+			batch = append(batch[:0], r)
+		more:
+			for len(batch) < cap(batch) {
+				select {
+				case r, ok := <-recs:
+					if !ok {
+						break more
+					}
+					batch = append(batch, r)
+				default:
+					break more
+				}
+			}
+			all = append(all, batch...)
+			for _, r := range batch {
+				if int(r.Outcome) < len(w.done) {
+					w.done[r.Outcome].Add(1)
+				}
+			}
+			if rw != nil && werr == nil {
+				werr = rw.Write(batch...)
+			}
+		}
+	}()
+
+	stop := make(chan struct{})
+	var pacers, reqs sync.WaitGroup
+	for _, d := range w.dcs {
+		if d.rate <= 0 {
+			continue
+		}
+		sched, _ := NewSchedule(w.cfg.Arrival, d.rate, dcSeed(w.cfg.Seed, d.name, streamArrival)) // validated in New
+		pacers.Add(1)
+		go func() {
+			defer pacers.Done()
+			w.pace(d, sched, stop, &reqs, recs)
+		}()
+	}
+	paced := make(chan struct{})
+	go func() { pacers.Wait(); close(paced) }()
+	select {
+	case <-paced:
+	case <-ctx.Done():
+		w.log.Info("workload cancelled", "at", time.Since(w.start))
+	}
+	close(stop)
+	<-paced
+	pacingEnd := time.Since(w.start)
+
+	inflight := make(chan struct{})
+	go func() { reqs.Wait(); close(inflight) }()
+	select {
+	case <-inflight:
+	case <-time.After(w.cfg.Drain):
+		w.log.Warn("requests still in flight after drain; recording them unknown", "drain", w.cfg.Drain)
+	}
+	close(w.hard)
+	w.closeSessions() // what is still in flight returns with an error now
+	<-inflight
+	close(recs)
+	<-writerDone
+	if rw != nil {
+		werr = errors.Join(werr, rw.Close())
+	}
+
+	slices.SortFunc(all, func(a, b Record) int {
+		return cmp.Or(cmp.Compare(a.Intended, b.Intended), cmp.Compare(a.ID, b.ID))
+	})
+	dur := w.cfg.Duration
+	if dur <= 0 {
+		dur = pacingEnd
+	}
+	res := &Result{Start: w.start, RunID: w.cfg.RunID, Records: all, Stats: ComputeStats(all, dur, w.offered())}
+	w.log.Info("workload done", "requests", len(all), "ok", res.Stats.OK, "failed", res.Stats.Failed,
+		"unknown", res.Stats.Unknown, "achieved_rate", res.Stats.AchievedRate,
+		"send_lag_p99", res.Stats.SendLag.P99)
+	return res, werr
+}
+
+func (w *Workload) offered() float64 {
+	var t float64
+	for _, d := range w.dcs {
+		t += d.rate
+	}
+	return t
+}
+
+// request is one write between its pacer and its outcome.
+type request struct {
+	id       uint64
+	dc       *dc
+	key      string
+	intended time.Duration
+	srv      *server // first choice; nil when none was available
+}
+
+// pace issues d's requests on their absolute schedule.
+func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync.WaitGroup, out chan<- Record) {
+	keyRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamKey), 1))
+	pickRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamPick), 2))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for seq := uint64(1); ; seq++ {
+		at := sched.Next()
+		if w.cfg.Duration > 0 && at >= w.cfg.Duration {
+			return
+		}
+		if wait := time.Until(w.start.Add(at)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-stop:
+				return
+			}
+		} else {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+		r := &request{
+			id:       uint64(d.index+1)<<40 | seq,
+			dc:       d,
+			key:      KeyPath(w.cfg.Prefix, keyRng.IntN(w.cfg.Keys)),
+			intended: at,
+			srv:      w.pick(d, pickRng),
+		}
+		reqs.Add(1)
+		go func() {
+			defer reqs.Done()
+			out <- w.do(r)
+		}()
+	}
+}
+
+// pick chooses uniformly among d's servers that are not down and have a session.
+func (w *Workload) pick(d *dc, rng *rand.Rand) *server {
+	var live [8]*server
+	cand := live[:0]
+	for _, s := range d.servers {
+		if s.usable() {
+			cand = append(cand, s)
+		}
+	}
+	if len(cand) == 0 {
+		return nil
+	}
+	return cand[rng.IntN(len(cand))]
+}
+
+func (s *server) usable() bool { return !s.killed.Load() && s.ready.Load() > 0 }
+
+func (s *server) readySession() *session {
+	n := uint32(len(s.sessions))
+	start := s.rr.Add(1)
+	for i := range n {
+		if sess := s.sessions[(start+i)%n]; sess.ready.Load() {
+			return sess
+		}
+	}
+	return nil
+}
+
+func allKilled(d *dc) bool {
+	for _, s := range d.servers {
+		if !s.killed.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+const retryBackoff = 10 * time.Millisecond
+
+// do sends r until it has an outcome and returns its record.
+func (w *Workload) do(r *request) Record {
+	rec := Record{ID: r.id, DC: r.dc.name, Key: r.key, Intended: r.intended, Sent: -1, Version: -1}
+	value := encodeValue(w.cfg.RunID, r.id, w.cfg.PayloadBytes)
+	deadline := r.intended + w.cfg.RetryFor
+	var rng *rand.Rand // for re-picks only; the first pick came from the pacer's source
+	srv := r.srv
+	fail := func(msg string) Record {
+		rec.Outcome, rec.Err, rec.Done = Failed, msg, time.Since(w.start)
+		return rec
+	}
+	for {
+		if srv == nil || !srv.usable() {
+			if rng == nil {
+				rng = rand.New(rand.NewPCG(w.cfg.Seed, r.id))
+			}
+			srv = w.pick(r.dc, rng)
+		}
+		if srv == nil {
+			if allKilled(r.dc) {
+				return fail("no live server in DC " + r.dc.name)
+			}
+			if time.Since(w.start) >= deadline {
+				return fail(fmt.Sprintf("no server of DC %s available for %v", r.dc.name, w.cfg.RetryFor))
+			}
+			select {
+			case <-time.After(retryBackoff):
+				continue
+			case <-w.hard:
+				return fail("run stopped before the request could be sent")
+			}
+		}
+		select {
+		case srv.sem <- struct{}{}:
+		case <-w.hard:
+			return fail("run stopped before the request could be sent")
+		}
+		sess := srv.readySession()
+		if sess == nil || srv.killed.Load() {
+			<-srv.sem
+			srv = nil
+			continue
+		}
+		if rec.Sent < 0 {
+			rec.Sent = time.Since(w.start)
+		}
+		rec.Attempts++
+		rec.Server = srv.ID
+		stat, err := sess.conn.Set(r.key, value, -1)
+		<-srv.sem
+		rec.Done = time.Since(w.start)
+		out, resend := classify(err)
+		if resend && rec.Done < deadline {
+			srv = nil // it was never sent: safe to try another server
+			select {
+			case <-time.After(retryBackoff):
+				continue
+			case <-w.hard:
+			}
+		}
+		rec.Outcome = out
+		if err != nil {
+			rec.Err = err.Error()
+		} else {
+			rec.Zxid, rec.Version = stat.Mzxid, stat.Version
+		}
+		return rec
+	}
+}
+
+// classify maps a client error to an outcome; resend is true when the request was
+// certainly never written to the wire.
+func classify(err error) (o Outcome, resend bool) {
+	switch {
+	case err == nil:
+		return OK, false
+	case errors.Is(err, zk.ErrNoServer): // flushed from the send queue while disconnected
+		return Failed, true
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing),
+		errors.Is(err, zk.ErrSessionExpired):
+		return Unknown, false // the client flushes requests in flight with these
+	}
+	for _, e := range serverErrors {
+		if errors.Is(err, e) {
+			return Failed, false // the server answered: the write did not happen
+		}
+	}
+	return Unknown, false // I/O errors: the request may have left
+}
+
+var serverErrors = []error{zk.ErrNoNode, zk.ErrNoAuth, zk.ErrBadVersion, zk.ErrNoChildrenForEphemerals,
+	zk.ErrNodeExists, zk.ErrNotEmpty, zk.ErrInvalidACL, zk.ErrAuthFailed, zk.ErrAPIError,
+	zk.ErrSessionMoved, zk.ErrBadArguments, zk.ErrInvalidPath, zk.ErrUnknown}
+
+func (w *Workload) sortedServers() []*server {
+	var out []*server
+	for _, s := range w.servers {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *server) int { return a.ID - b.ID })
+	return out
+}
+
+func (w *Workload) closeSessions() {
+	var wg sync.WaitGroup
+	for _, s := range w.servers {
+		for _, sess := range s.sessions {
+			wg.Add(1)
+			sess.closing.Store(true)
+			go func() { defer wg.Done(); sess.conn.Close() }()
+		}
+	}
+	wg.Wait()
+}
+
+// Close closes the sessions (Run does it too). Safe to call more than once.
+func (w *Workload) Close() { w.closeSessions() }
+
+// Run is New, Prepare, Run and Close in one call.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	w, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	if err := w.Prepare(ctx); err != nil {
+		return nil, err
+	}
+	return w.Run(ctx)
+}
+
+// pinnedHost is a zk.HostProvider that only ever returns one server: a session never
+// wanders to another server, so each request reaches the server the workload chose.
+type pinnedHost struct {
+	addr  string
+	gone  func() bool // the server was killed, or the session is closing
+	fails int         // Next calls since the last successful connection
+}
+
+func (p *pinnedHost) Init([]string) error { return nil }
+func (p *pinnedHost) Len() int            { return 1 }
+func (p *pinnedHost) Connected()          { p.fails = 0 }
+
+// reconnectEvery paces redials of a server that is alive but not serving (it lost its
+// leader and is syncing). The client's own pace, a whole second after each round of
+// failures, would add up to a second to every recovery measured.
+const reconnectEvery = 100 * time.Millisecond
+
+// Next redials every reconnectEvery while the server lives. Once it is gone (killed,
+// or the session closing) it reports retryStart, on which the client fails its unsent
+// requests (ErrNoServer, so they move to another server of the DC), notices Close,
+// and waits a second before the next attempt.
+func (p *pinnedHost) Next() (string, bool) {
+	p.fails++
+	if p.fails == 1 {
+		return p.addr, false
+	}
+	if p.gone() {
+		return p.addr, true
+	}
+	time.Sleep(reconnectEvery)
+	return p.addr, false
+}
+
+type zkLogger struct{ log *slog.Logger }
+
+func (l zkLogger) Printf(format string, a ...any) { l.log.Debug("zk: " + fmt.Sprintf(format, a...)) }

@@ -1,0 +1,159 @@
+package zab
+
+import (
+	"fmt"
+	"sort"
+)
+
+// history is the part of a server's log the core keeps in memory: every
+// transaction after base, in zxid order. Everything up to base is committed state
+// the core cannot list (a snapshot or a trimmed prefix).
+type history struct {
+	base Zxid
+	ents []Entry
+}
+
+func (h *history) last() Zxid {
+	if len(h.ents) == 0 {
+		return h.base
+	}
+	return h.ents[len(h.ents)-1].Zxid
+}
+
+// index returns the position of the first entry with zxid > z.
+func (h *history) index(z Zxid) int {
+	return sort.Search(len(h.ents), func(i int) bool { return h.ents[i].Zxid > z })
+}
+
+// has reports whether z is base or one of the known entries.
+func (h *history) has(z Zxid) bool {
+	if z == h.base {
+		return true
+	}
+	i := h.index(z)
+	return i > 0 && h.ents[i-1].Zxid == z
+}
+
+// floor returns the largest known zxid (base included) that is <= z, and false if z < base.
+func (h *history) floor(z Zxid) (Zxid, bool) {
+	if z < h.base {
+		return 0, false
+	}
+	if i := h.index(z); i > 0 {
+		return h.ents[i-1].Zxid, true
+	}
+	return h.base, true
+}
+
+// after returns the known entries after z; z must be base or a known entry.
+func (h *history) after(z Zxid) []Entry { return h.ents[h.index(z):] }
+
+// through returns the known entries in (from, to].
+func (h *history) through(from, to Zxid) []Entry { return h.ents[h.index(from):h.index(to)] }
+
+// append adds entries that must continue the log.
+func (h *history) append(es []Entry) error {
+	prev := h.last()
+	for _, e := range es {
+		if !follows(prev, e.Zxid) {
+			return fmt.Errorf("entry %v does not follow %v", e.Zxid, prev)
+		}
+		prev = e.Zxid
+	}
+	h.ents = append(h.ents, es...)
+	return nil
+}
+
+// truncate drops every entry after z; z must be base or a known entry.
+func (h *history) truncate(z Zxid) {
+	i := h.index(z)
+	clear(h.ents[i:]) // let the data go
+	h.ents = h.ents[:i]
+}
+
+// reset replaces the history by a snapshot at z.
+func (h *history) reset(z Zxid) {
+	h.base, h.ents = z, nil
+}
+
+// trim keeps at most keep entries at or below upto (all later ones stay).
+func (h *history) trim(upto Zxid, keep int) {
+	n := h.index(upto) - keep
+	if n <= 0 {
+		return
+	}
+	h.base = h.ents[n-1].Zxid
+	clear(h.ents[:n]) // the array is reused; appends reallocate it, dropping the prefix
+	h.ents = h.ents[n:]
+}
+
+func (h *history) summary() Summary {
+	s := Summary{Last: h.last(), Base: h.base}
+	for i, e := range h.ents {
+		if i+1 == len(h.ents) || h.ents[i+1].Zxid.Epoch() != e.Zxid.Epoch() {
+			s.EpochEnds = append(s.EpochEnds, e.Zxid)
+		}
+	}
+	return s
+}
+
+// common returns the largest zxid that both this history (authoritative: it holds
+// every committed transaction) and the summarized log r hold, among the zxids this
+// history can list (base and later). false means the logs part before base, so the
+// peer needs a snapshot.
+//
+// A log is prefix-closed: two servers holding the same zxid hold the same history
+// up to it, and the transactions of one epoch in a log are that epoch leader's
+// proposals 1..k. So the answer is the largest of: base, the peer's base and last,
+// and for each epoch in the peer's log the largest own zxid of that epoch at or
+// below the peer's end of it, whichever both hold.
+func (h *history) common(r Summary) (Zxid, bool) {
+	var best Zxid
+	found := false
+	consider := func(z Zxid) {
+		if z >= h.base && h.has(z) && r.has(z) && (!found || z > best) {
+			best, found = z, true
+		}
+	}
+	consider(h.base)
+	consider(r.Base)
+	consider(r.Last)
+	for _, end := range r.EpochEnds {
+		if z, ok := h.floor(end); ok && z.Epoch() == end.Epoch() {
+			consider(z)
+		}
+	}
+	return best, found
+}
+
+// syncKind is how a sender brings a receiver's log to its own history.
+type syncKind uint8
+
+const (
+	syncDiff  syncKind = iota + 1 // send the entries after at
+	syncTrunc                     // truncate the receiver after at, then send the entries after at
+	syncSnap                      // send the state (at the sender's applied zxid), then the entries after it
+)
+
+type syncPlan struct {
+	kind syncKind
+	at   Zxid
+}
+
+func (p syncPlan) String() string {
+	return fmt.Sprintf("%s@%d.%d", [...]string{"?", "DIFF", "TRUNC", "SNAP"}[p.kind], p.at.Epoch(), p.at.Counter())
+}
+
+// plan decides how to bring the summarized log r up to this history; applied is the
+// zxid of the sender's state, used when only a snapshot will do.
+func (h *history) plan(r Summary, applied Zxid) syncPlan {
+	c, ok := h.common(r)
+	switch {
+	case !ok:
+		return syncPlan{syncSnap, applied}
+	case c < r.Last:
+		return syncPlan{syncTrunc, c}
+	default:
+		return syncPlan{syncDiff, c}
+	}
+}

@@ -1,0 +1,92 @@
+package zab
+
+import (
+	"fmt"
+	"testing"
+)
+
+func mkHistory(base Zxid, zs ...Zxid) history {
+	h := history{base: base}
+	for _, z := range zs {
+		h.ents = append(h.ents, Entry{Txn: Txn{Zxid: z}})
+	}
+	return h
+}
+
+func z(e, c uint32) Zxid { return MakeZxid(e, c) }
+
+func TestSyncPlan(t *testing.T) {
+	// The sender's (authoritative) history: epoch 1 up to 1.3, epoch 3 up to 3.2,
+	// with everything up to 1.1 only as state (base), state applied at 3.1.
+	leader := mkHistory(z(1, 1), z(1, 2), z(1, 3), z(3, 1), z(3, 2))
+	applied := z(3, 1)
+	for _, tc := range []struct {
+		name string
+		peer history
+		want string
+	}{
+		{"same", mkHistory(0, z(1, 1), z(1, 2), z(1, 3), z(3, 1), z(3, 2)), "DIFF@3.2"},
+		{"behind in window", mkHistory(0, z(1, 1), z(1, 2)), "DIFF@1.2"},
+		{"at the base", mkHistory(0, z(1, 1)), "DIFF@1.1"},
+		{"behind the window", mkHistory(0), "SNAP@3.1"},
+		{"peer's state is ahead of base", mkHistory(z(1, 3)), "DIFF@1.3"},
+		{"uncommitted tail of epoch 1", mkHistory(0, z(1, 1), z(1, 2), z(1, 3), z(1, 4), z(1, 5)), "TRUNC@1.3"},
+		// The peer led epoch 2 and logged 2.1, 2.2 that no one else has; epoch 3
+		// continued from 1.3. ZooKeeper 3.4's rule (truncate to our largest zxid
+		// below the peer's last) says 1.3 in both cases below, which in the second
+		// leaves the peer without 1.3 forever; the epoch summary finds 1.2.
+		{"divergent epoch 2 after 1.3", mkHistory(0, z(1, 1), z(1, 2), z(1, 3), z(2, 1), z(2, 2)), "TRUNC@1.3"},
+		{"divergent epoch 2 after 1.2 (peer lacks 1.3)", mkHistory(0, z(1, 1), z(1, 2), z(2, 1), z(2, 2)), "TRUNC@1.2"},
+		{"divergent epoch 2 from the start", mkHistory(z(1, 1), z(2, 1)), "TRUNC@1.1"},
+		{"divergent tail of epoch 3", mkHistory(z(1, 3), z(3, 1), z(3, 2), z(3, 3)), "TRUNC@3.2"},
+		{"divergence below the window", mkHistory(0, z(2, 1)), "SNAP@3.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := leader.plan(tc.peer.summary(), applied).String()
+			if got != tc.want {
+				t.Fatalf("plan for %v = %s, want %s", fmt.Sprint(tc.peer.summary()), got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHistoryTrim(t *testing.T) {
+	h := mkHistory(0, z(1, 1), z(1, 2), z(1, 3), z(1, 4), z(1, 5))
+	h.trim(z(1, 4), 2) // keep 1.3, 1.4 at or below 1.4, and 1.5
+	if h.base != z(1, 2) || len(h.ents) != 3 || h.ents[0].Zxid != z(1, 3) {
+		t.Fatalf("after trim: base %v, %d entries from %v", h.base, len(h.ents), h.ents[0].Zxid)
+	}
+	if err := h.append([]Entry{{Txn: Txn{Zxid: z(1, 7)}}}); err == nil {
+		t.Fatal("append with a gap accepted")
+	}
+	if err := h.append([]Entry{{Txn: Txn{Zxid: z(2, 1)}}}); err != nil {
+		t.Fatalf("new epoch rejected: %v", err)
+	}
+}
+
+func TestNewRejectsBadPersistedState(t *testing.T) {
+	cfg := Config{ID: 1, Peers: []uint64{1, 2, 3}}
+	for _, tc := range []struct {
+		name string
+		st   Persisted
+	}{
+		{"gap in log", Persisted{Log: []Txn{{Zxid: z(1, 1)}, {Zxid: z(1, 3)}}}},
+		{"log not after snapshot", Persisted{Snapshot: z(1, 2), Log: []Txn{{Zxid: z(1, 5)}}}},
+		{"snapshot not in log", Persisted{Snapshot: z(1, 5), Log: []Txn{{Zxid: z(1, 1)}, {Zxid: z(2, 1)}}}},
+		{"current above accepted", Persisted{HardState: HardState{AcceptedEpoch: 1, CurrentEpoch: 2}}},
+	} {
+		if _, err := New(cfg, tc.st); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	for _, bad := range []Config{
+		{ID: 0, Peers: []uint64{1}},
+		{ID: 4, Peers: []uint64{1, 2, 3}},
+		{ID: 1, Peers: []uint64{1, 1, 2}},
+		{ID: 1, Peers: []uint64{1, 2}, Window: -1},
+	} {
+		if _, err := New(bad, Persisted{}); err == nil {
+			t.Errorf("config %+v accepted", bad)
+		}
+	}
+}

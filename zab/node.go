@@ -1,0 +1,532 @@
+package zab
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+)
+
+// FetchPolicy picks, among the quorum members with the longest history, the one a
+// behind leader fetches from.
+type FetchPolicy uint8
+
+// Fetch policies.
+const (
+	// FetchFirst takes the first of them to ACKEPOCH: usually the nearest.
+	FetchFirst FetchPolicy = iota
+	// FetchHighestID takes the highest id, as ZooKeeper's vote order would.
+	FetchHighestID
+)
+
+// Config configures a Node. Zero durations take the defaults.
+type Config struct {
+	ID    uint64   // this server
+	Peers []uint64 // every configured server, this one included; a quorum is a majority of them
+
+	Window        int         // committed transactions kept in memory for DIFFs (default 500)
+	PingTicks     int         // a leader pings every PingTicks ticks (default 1)
+	TimeoutTicks  int         // a follower not hearing its leader, or a leader not hearing a quorum, for this long goes LOOKING (default 10)
+	RetryTicks    int         // a follower resends FOLLOWERINFO this often until answered (default 2)
+	InitTicks     int         // recovery (election to serving) must finish within this many ticks; 0: no limit
+	MaxBatchBytes int         // DIFF messages are split at about this many bytes of data (default 1 MiB)
+	FetchFrom     FetchPolicy // see FetchPolicy
+	Logger        *slog.Logger
+}
+
+// DefaultWindow is ZooKeeper 3.3's committedLog size.
+const DefaultWindow = 500
+
+func (c *Config) validate() error {
+	if c.ID == 0 {
+		return fmt.Errorf("zab: config: ID must be > 0")
+	}
+	seen := map[uint64]bool{}
+	for _, p := range c.Peers {
+		if p == 0 {
+			return fmt.Errorf("zab: config: peer id 0")
+		}
+		if seen[p] {
+			return fmt.Errorf("zab: config: peer %d listed twice", p)
+		}
+		seen[p] = true
+	}
+	if !seen[c.ID] {
+		return fmt.Errorf("zab: config: ID %d not among Peers %v", c.ID, c.Peers)
+	}
+	for name, v := range map[string]int{"Window": c.Window, "PingTicks": c.PingTicks, "TimeoutTicks": c.TimeoutTicks,
+		"RetryTicks": c.RetryTicks, "InitTicks": c.InitTicks, "MaxBatchBytes": c.MaxBatchBytes} {
+		if v < 0 {
+			return fmt.Errorf("zab: config: %s = %d, must be >= 0", name, v)
+		}
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Window, DefaultWindow)
+	def(&c.PingTicks, 1)
+	def(&c.TimeoutTicks, 10)
+	def(&c.RetryTicks, 2)
+	def(&c.MaxBatchBytes, 1<<20)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Node is the broadcast and recovery core of one server: a pure state machine.
+// Inputs: Step (peer messages), Tick, Elected, Propose, StepDown; outputs: Ready,
+// acknowledged with Advance. It is not safe for concurrent use.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	id     uint64
+	quorum int
+	now    int64 // ticks since New
+
+	hs      HardState // as it is once the queued operations are durable
+	hist    history
+	commit  Zxid // highest zxid known committed
+	applied Zxid // highest zxid handed to the state machine (its state)
+
+	// Persistence: operations are numbered; durSeq of them are durable.
+	ops      []Op
+	opSeq    uint64
+	durSeq   uint64
+	durLast  Zxid // every entry of hist up to durLast is durable
+	durHS    HardState
+	inflight *inflight
+
+	msgs     []Message
+	deferred []deferredMsg
+	events   []Event
+	results  []Result
+	pending  map[uint64]bool // this server's requests awaiting their commit
+
+	role   Role
+	leader uint64
+	epoch  uint32 // epoch of the leadership being established or served (0: not yet known)
+	ls     *leaderState
+	fs     *followerState
+	snapIn *snapIn
+}
+
+type inflight struct {
+	seq  uint64
+	last Zxid
+	hs   HardState
+}
+
+type deferredMsg struct {
+	need uint64 // op sequence that must be durable first
+	m    Message
+}
+
+type snapIn struct {
+	zxid Zxid
+	next uint32
+}
+
+// New builds a node from what its driver persisted (the zero Persisted for a new
+// server). The node starts LOOKING.
+func New(cfg Config, st Persisted) (*Node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if st.AcceptedEpoch < st.CurrentEpoch {
+		return nil, fmt.Errorf("zab: persisted state: accepted epoch %d below current epoch %d", st.AcceptedEpoch, st.CurrentEpoch)
+	}
+	for i := 1; i < len(st.Log); i++ {
+		if !follows(st.Log[i-1].Zxid, st.Log[i].Zxid) {
+			return nil, fmt.Errorf("zab: persisted log: entry %d (%v) does not follow %v", i, st.Log[i].Zxid, st.Log[i-1].Zxid)
+		}
+	}
+	n := &Node{
+		cfg:     cfg,
+		log:     cfg.Logger.With("zab", cfg.ID),
+		id:      cfg.ID,
+		quorum:  len(cfg.Peers)/2 + 1,
+		hs:      st.HardState,
+		durHS:   st.HardState,
+		commit:  st.Snapshot,
+		applied: st.Snapshot,
+		pending: map[uint64]bool{},
+	}
+	ents := make([]Entry, len(st.Log))
+	for i, t := range st.Log {
+		ents[i] = Entry{Txn: t}
+	}
+	switch {
+	case len(ents) == 0 || ents[len(ents)-1].Zxid < st.Snapshot:
+		// Nothing logged after the snapshot: the gap between log and snapshot is unknown.
+		n.hist.base = st.Snapshot
+	case ents[0].Zxid <= st.Snapshot:
+		i, ok := slices.BinarySearchFunc(ents, st.Snapshot, func(e Entry, z Zxid) int { return cmpZxid(e.Zxid, z) })
+		if !ok {
+			return nil, fmt.Errorf("zab: persisted state: snapshot %v is not a logged zxid (log %v..%v)", st.Snapshot, ents[0].Zxid, ents[len(ents)-1].Zxid)
+		}
+		_ = i
+		n.hist.base, n.hist.ents = ents[0].Zxid, ents[1:]
+	default:
+		if !follows(st.Snapshot, ents[0].Zxid) {
+			return nil, fmt.Errorf("zab: persisted state: log starts at %v, which does not follow snapshot %v", ents[0].Zxid, st.Snapshot)
+		}
+		n.hist.base, n.hist.ents = st.Snapshot, ents
+	}
+	n.durLast = n.hist.last()
+	n.hist.trim(n.applied, n.cfg.Window)
+	n.becomeLooking("started")
+	return n, nil
+}
+
+func cmpZxid(a, b Zxid) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Status reports the core's state.
+func (n *Node) Status() Status {
+	return Status{
+		ID: n.id, Role: n.role, Leader: n.leader, Serving: n.serving(), Epoch: n.epoch,
+		AcceptedEpoch: n.hs.AcceptedEpoch, CurrentEpoch: n.hs.CurrentEpoch,
+		LastZxid: n.hist.last(), Committed: n.commit, Applied: n.applied,
+	}
+}
+
+func (n *Node) serving() bool {
+	return (n.ls != nil && n.ls.phase == lServe) || (n.fs != nil && n.fs.phase == fServe)
+}
+
+// Tick advances the node's clock by one tick: pings, retries and timeouts.
+func (n *Node) Tick() {
+	n.now++
+	switch n.role {
+	case Leading:
+		n.tickLeader()
+	case Following:
+		n.tickFollower()
+	}
+}
+
+// Elected tells the node who the election chose. Telling a node what it already
+// does (lead, or follow that leader) changes nothing: a leader that started a new
+// epoch is noticed through its pings.
+func (n *Node) Elected(leader uint64) error {
+	if !slices.Contains(n.cfg.Peers, leader) {
+		return fmt.Errorf("zab: elected %d is not a configured server", leader)
+	}
+	switch {
+	case leader == n.id && n.role == Leading, leader != n.id && n.role == Following && n.leader == leader:
+	case leader == n.id:
+		n.becomeLeader()
+	default:
+		n.becomeFollower(leader)
+	}
+	return nil
+}
+
+// Disconnected tells the node that the connection to peer broke, so messages to
+// or from it may have been lost. A follower starts its handshake with the leader
+// again; a leader stops sending to the peer until it does.
+func (n *Node) Disconnected(peer uint64) {
+	switch {
+	case n.role == Following && peer == n.leader:
+		n.resync("connection to the leader lost")
+	case n.role == Leading && peer != n.id:
+		if p := n.ls.peer(peer); p != nil {
+			if p == n.ls.source && n.ls.phase == lFetch {
+				n.becomeLooking(fmt.Sprintf("connection to fetch source %d lost", peer))
+				return
+			}
+			p.phase = pNone
+		}
+	}
+}
+
+// StepDown makes the node LOOKING (for instance when the election resigns it).
+func (n *Node) StepDown(reason string) { n.becomeLooking(reason) }
+
+// Propose submits a client write of this server. reqID must be unique among this
+// server's requests, across restarts too (a Result names it). The Result comes
+// in a later Ready.
+func (n *Node) Propose(reqID uint64, data []byte) error {
+	if !n.serving() {
+		return ErrNotServing
+	}
+	if n.pending[reqID] {
+		return fmt.Errorf("zab: request %d already pending", reqID)
+	}
+	n.pending[reqID] = true
+	if n.role == Leading {
+		n.propose(n.id, reqID, data)
+		return nil
+	}
+	n.send(Message{Type: MsgRequest, To: n.leader, Epoch: n.epoch, ReqID: reqID, Data: data})
+	return nil
+}
+
+// Step feeds a peer message to the node. Messages that do not fit the node's
+// state (stale epochs, another leader's) are dropped; the error is for messages
+// that cannot be from a peer at all.
+func (n *Node) Step(m Message) error {
+	if m.To != n.id {
+		return fmt.Errorf("zab: message %v is for %d, this is %d", m, m.To, n.id)
+	}
+	if m.From == n.id || !slices.Contains(n.cfg.Peers, m.From) {
+		return fmt.Errorf("zab: message %v from unknown server %d", m, m.From)
+	}
+	if m.Type == 0 || m.Type >= msgTypeEnd || m.Type == MsgSnap {
+		return fmt.Errorf("zab: message of type %v cannot be stepped", m.Type)
+	}
+	switch n.role {
+	case Leading:
+		n.stepLeader(m)
+	case Following:
+		if m.From == n.leader {
+			n.stepFollower(m)
+		}
+	}
+	return nil
+}
+
+// HasReady reports whether Ready has something (and no Ready awaits its Advance).
+func (n *Node) HasReady() bool {
+	if n.inflight != nil {
+		return false
+	}
+	return len(n.msgs) > 0 || len(n.ops) > 0 || len(n.events) > 0 || len(n.results) > 0 ||
+		n.committable() > n.applied || n.commitsToSend()
+}
+
+func (n *Node) committable() Zxid { return min(n.commit, n.durLast) }
+
+// Ready returns what the driver must do now (see Ready). Call Advance when done;
+// until then Ready returns nothing.
+func (n *Node) Ready() Ready {
+	if n.inflight != nil {
+		return Ready{}
+	}
+	n.flushCommits()
+	var rd Ready
+	rd.Messages = n.takeMessages()
+	rd.Persist, n.ops = n.ops, nil
+	n.inflight = &inflight{seq: n.opSeq, last: n.hist.last(), hs: n.hs}
+	if upto := n.committable(); upto > n.applied {
+		for _, e := range n.hist.through(n.applied, upto) {
+			rd.Committed = append(rd.Committed, e.Txn)
+			if e.Origin == n.id && n.pending[e.ReqID] {
+				delete(n.pending, e.ReqID)
+				n.results = append(n.results, Result{ReqID: e.ReqID, Zxid: e.Zxid})
+			}
+			n.applied = e.Zxid
+		}
+	}
+	rd.Results, n.results = n.results, nil
+	rd.Events, n.events = n.events, nil
+	return rd
+}
+
+// takeMessages hands out the queued messages, merging consecutive proposals to a
+// peer. (A MsgSnap is for the state before this Ready; the protocol never sends a
+// snapshot while it is installing one, so that state is the one at m.Zxid.)
+func (n *Node) takeMessages() []Message {
+	msgs := n.msgs
+	n.msgs = nil
+	out := msgs[:0:0]
+	lastTo := map[uint64]int{}
+	for _, m := range msgs {
+		if i, ok := lastTo[m.To]; ok && m.Type == MsgProposal && out[i].Type == MsgProposal && out[i].Epoch == m.Epoch &&
+			out[i].Entries[len(out[i].Entries)-1].Zxid == m.Zxid {
+			out[i].Entries = append(out[i].Entries[:len(out[i].Entries):len(out[i].Entries)], m.Entries...)
+			continue
+		}
+		lastTo[m.To] = len(out)
+		out = append(out, m)
+	}
+	return out
+}
+
+// Advance tells the node that the last Ready was handled: its operations are
+// durable and its committed transactions applied.
+func (n *Node) Advance() {
+	in := n.inflight
+	if in == nil {
+		return
+	}
+	n.inflight = nil
+	n.durSeq, n.durLast, n.durHS = in.seq, in.last, in.hs
+	kept := n.deferred[:0]
+	for _, d := range n.deferred {
+		if d.need <= n.durSeq {
+			n.msgs = append(n.msgs, d.m)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	n.deferred = kept
+	n.hist.trim(n.applied, n.cfg.Window)
+	switch n.role {
+	case Leading:
+		n.leaderDurable()
+	case Following:
+		n.maybeAck()
+	}
+}
+
+// --- helpers shared by both roles ---
+
+func (n *Node) send(m Message) {
+	m.From = n.id
+	n.msgs = append(n.msgs, m)
+}
+
+// sendDurable sends m once every operation queued so far is durable.
+func (n *Node) sendDurable(m Message) {
+	if n.durSeq >= n.opSeq {
+		n.send(m)
+		return
+	}
+	m.From = n.id
+	n.deferred = append(n.deferred, deferredMsg{need: n.opSeq, m: m})
+}
+
+func (n *Node) persist(op Op) {
+	n.opSeq++
+	n.ops = append(n.ops, op)
+}
+
+func (n *Node) setHardState(hs HardState) {
+	n.hs = hs
+	n.persist(&SetHardState{hs})
+}
+
+func (n *Node) appendEntries(es []Entry) error {
+	if err := n.hist.append(es); err != nil || len(es) == 0 {
+		return err
+	}
+	txns := make([]Txn, len(es))
+	for i, e := range es {
+		txns[i] = e.Txn
+	}
+	if len(n.ops) > 0 {
+		if a, ok := n.ops[len(n.ops)-1].(*Append); ok {
+			a.Txns = append(a.Txns, txns...)
+			return nil
+		}
+	}
+	n.persist(&Append{Txns: txns})
+	return nil
+}
+
+// forgetDurableAfter lowers what is known durable when the log is cut back to z.
+func (n *Node) forgetDurableAfter(z Zxid) {
+	n.durLast = min(n.durLast, z)
+	if n.inflight != nil {
+		n.inflight.last = min(n.inflight.last, z)
+	}
+}
+
+func (n *Node) emit(e Event) { n.events = append(n.events, e) }
+
+func (n *Node) leaveRole() {
+	for _, id := range slices.Sorted(mapKeys(n.pending)) {
+		n.results = append(n.results, Result{ReqID: id, Err: ErrLeaderChanged})
+	}
+	clear(n.pending)
+	n.ls, n.fs, n.snapIn, n.deferred = nil, nil, nil, nil
+	n.leader, n.epoch = 0, 0
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func (n *Node) becomeLooking(reason string) {
+	n.log.Info("looking", "reason", reason)
+	n.leaveRole()
+	n.role = Looking
+	n.emit(Event{Type: EventLooking, Reason: reason})
+}
+
+// --- receiving a history (a follower from its leader, a leader from its fetch source) ---
+
+func (n *Node) recvTrunc(m Message) error {
+	z := m.Zxid
+	if z < n.applied || z < n.commit || !n.hist.has(z) {
+		return fmt.Errorf("TRUNC to %v: applied %v, committed %v, log %v..%v", z, n.applied, n.commit, n.hist.base, n.hist.last())
+	}
+	n.hist.truncate(z)
+	n.forgetDurableAfter(z)
+	n.persist(&Truncate{After: z})
+	return nil
+}
+
+func (n *Node) recvEntries(m Message) error {
+	if m.Zxid != n.hist.last() {
+		return fmt.Errorf("%v continues %v, log ends at %v", m.Type, m.Zxid, n.hist.last())
+	}
+	if err := n.appendEntries(m.Entries); err != nil {
+		return fmt.Errorf("%v: %w", m.Type, err)
+	}
+	return nil
+}
+
+func (n *Node) recvChunk(m Message) error {
+	switch {
+	case m.Seq == 0:
+		n.snapIn = &snapIn{zxid: m.Zxid}
+	case n.snapIn == nil || n.snapIn.zxid != m.Zxid || n.snapIn.next != m.Seq:
+		return fmt.Errorf("snapshot chunk %d of %v out of sequence", m.Seq, m.Zxid)
+	}
+	n.snapIn.next++
+	n.persist(&SnapshotChunk{Zxid: m.Zxid, Seq: m.Seq, Last: m.Last, Data: m.Data})
+	if m.Last {
+		n.snapIn = nil
+		n.hist.reset(m.Zxid)
+		n.applied = m.Zxid
+		n.commit = max(n.commit, m.Zxid)
+		n.forgetDurableAfter(m.Zxid)
+	}
+	return nil
+}
+
+// sendHistory brings peer `to` (whose log r summarizes) up to this server's log:
+// TRUNC, SNAP or nothing, then DIFFs. It returns the plan, for logs and tests.
+func (n *Node) sendHistory(to uint64, r Summary) syncPlan {
+	p := n.hist.plan(r, n.applied)
+	from := p.at
+	switch p.kind {
+	case syncTrunc:
+		n.send(Message{Type: MsgTrunc, To: to, Epoch: n.epoch, Zxid: p.at})
+	case syncSnap:
+		n.send(Message{Type: MsgSnap, To: to, Epoch: n.epoch, Zxid: p.at})
+	}
+	ents := n.hist.after(from)
+	prev := from
+	for first := true; first || len(ents) > 0; first = false {
+		k, size := 0, 0
+		for k < len(ents) && (k == 0 || size+len(ents[k].Data) <= n.cfg.MaxBatchBytes) {
+			size += len(ents[k].Data)
+			k++
+		}
+		n.send(Message{Type: MsgDiff, To: to, Epoch: n.epoch, Zxid: prev, Entries: ents[:k:k]})
+		if k > 0 {
+			prev = ents[k-1].Zxid
+		}
+		ents = ents[k:]
+	}
+	n.log.Info("sync", "peer", to, "plan", p.String(), "peerLast", r.Last, "last", n.hist.last())
+	return p
+}

@@ -1,0 +1,615 @@
+package zkserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polebench/polebench/datatree"
+	"github.com/polebench/polebench/zkproto"
+)
+
+const (
+	// maxPipeline bounds a session's requests in flight; past it the reader stops
+	// reading and TCP pushes back on the client.
+	maxPipeline = 1024
+	// maxOutbound bounds the bytes queued for a client that does not read; past it
+	// the connection is dropped rather than letting it eat the server's memory.
+	maxOutbound = 64 << 20
+)
+
+// conn is one client connection with an established session. Three goroutines:
+// the reader decodes requests into the pipeline, the processor completes them in
+// order and queues their replies, the writer flushes the queue.
+//
+// Writes are pipelined: a write is submitted as soon as no read (or other
+// non-write) of the session is ahead of it still unexecuted, so runs of writes are
+// in flight together, but a read never sees a write its session sent after it,
+// and reply zxids never go back: ZooKeeper's per-session order.
+type conn struct {
+	srv     *Server
+	nc      net.Conn
+	sid     int64
+	timeout time.Duration
+	log     *slog.Logger
+
+	pmu      sync.Mutex
+	items    []*item       // requests in arrival order, not completed yet
+	barriers int           // non-write items in items
+	slots    chan struct{} // one per item in flight: bounds the pipeline
+	more     chan struct{} // wakes the processor
+
+	outMu      sync.Mutex
+	out        []byte
+	flushClose bool // close once out is flushed
+	wake       chan struct{}
+
+	done     chan struct{}
+	killOnce sync.Once
+	closing  atomic.Bool // the client asked to close its session
+
+	queued, recved, sentN atomic.Int64
+}
+
+// item is one request in the pipeline: a write (op set, submitted once no
+// non-write is ahead of it) or anything else (run set). Both run on the processor
+// goroutine in arrival order, queue the reply, and return false to end the
+// connection.
+type item struct {
+	hdr     zkproto.RequestHeader
+	recv    time.Time
+	op      *datatree.Op
+	outcome <-chan Outcome // once submitted
+	run     func() bool
+	// A request ZooKeeper refuses before it reaches the tree still consumes a
+	// zxid there (an error txn): poled submits a no-op for it and answers this.
+	refuse      zkproto.Code
+	refuseMulti []zkproto.OpResult
+}
+
+func newConn(s *Server, nc net.Conn, sid int64, timeout time.Duration) *conn {
+	return &conn{
+		srv: s, nc: nc, sid: sid, timeout: timeout,
+		log:   s.log.With("session", fmt.Sprintf("0x%x", sid), "remote", nc.RemoteAddr().String()),
+		slots: make(chan struct{}, maxPipeline), more: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+}
+
+// kill closes the connection now. It only closes things, so it is safe from any
+// goroutine and under any lock; the reader cleans up.
+func (c *conn) kill() {
+	c.killOnce.Do(func() {
+		close(c.done)
+		c.nc.Close()
+	})
+}
+
+// send queues a frame for the writer (a copy is kept; b may be reused).
+func (c *conn) send(b []byte) {
+	c.outMu.Lock()
+	over := len(c.out)+len(b) > maxOutbound
+	if !over {
+		c.out = append(c.out, b...)
+	}
+	c.outMu.Unlock()
+	if over {
+		c.log.Warn("client does not read its replies, dropping the connection")
+		c.kill()
+		return
+	}
+	c.srv.sent.Add(1)
+	c.sentN.Add(1)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// closeAfterFlush closes the connection once everything queued so far is written.
+func (c *conn) closeAfterFlush() {
+	c.outMu.Lock()
+	c.flushClose = true
+	c.outMu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) writer() {
+	var buf []byte
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		c.outMu.Lock()
+		buf, c.out = c.out, buf[:0]
+		closeNow := c.flushClose
+		c.outMu.Unlock()
+		if len(buf) > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.timeout))
+			if _, err := c.nc.Write(buf); err != nil {
+				c.kill()
+				return
+			}
+		}
+		if closeNow {
+			c.kill()
+			return
+		}
+	}
+}
+
+// push appends a request to the pipeline, submitting it if it is a write with no
+// non-write ahead of it. It blocks while the pipeline is full.
+func (c *conn) push(it *item) bool {
+	select {
+	case c.slots <- struct{}{}:
+	case <-c.done:
+		return false
+	}
+	c.pmu.Lock()
+	c.items = append(c.items, it)
+	if it.op == nil {
+		c.barriers++
+	} else if c.barriers == 0 {
+		c.submit(it)
+	}
+	c.pmu.Unlock()
+	c.queued.Add(1)
+	c.srv.outstanding.Add(1)
+	select {
+	case c.more <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// submit hands a write to the backend; pmu is held, so submissions keep the
+// session's order.
+func (c *conn) submit(it *item) {
+	it.outcome = c.srv.b.Submit(datatree.Txn{Session: c.sid, Op: *it.op})
+}
+
+// pop removes the completed head item; when it was a non-write, the writes behind
+// it up to the next non-write may now go.
+func (c *conn) pop() {
+	c.pmu.Lock()
+	head := c.items[0]
+	c.items[0] = nil
+	c.items = c.items[1:]
+	if head.op == nil {
+		c.barriers--
+		for _, it := range c.items {
+			if it.op == nil {
+				break
+			}
+			if it.outcome == nil {
+				c.submit(it)
+			}
+		}
+	}
+	c.pmu.Unlock()
+	<-c.slots
+	c.queued.Add(-1)
+	c.srv.outstanding.Add(-1)
+	c.srv.latency(time.Since(head.recv))
+}
+
+func (c *conn) processor() {
+	for {
+		c.pmu.Lock()
+		var it *item
+		if len(c.items) > 0 {
+			it = c.items[0]
+		}
+		c.pmu.Unlock()
+		if it == nil {
+			select {
+			case <-c.more:
+				continue
+			case <-c.done:
+				return
+			}
+		}
+		var ok bool
+		if it.op != nil {
+			ok = c.completeWrite(it)
+		} else {
+			ok = it.run()
+		}
+		c.pop()
+		if !ok {
+			c.closeAfterFlush() // replies queued so far still go out
+			return
+		}
+	}
+}
+
+// run serves the connection until it closes; the caller's goroutine is the reader.
+func (c *conn) run() {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.writer() }()
+	go func() { defer wg.Done(); c.processor() }()
+	err := c.reader()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		c.log.Info("connection closed", "err", err)
+	}
+	c.kill()
+	wg.Wait()
+	// Requests still queued were never answered: the client sees a connection loss.
+	c.srv.outstanding.Add(-c.queued.Load())
+	c.srv.unregister(c)
+}
+
+func (c *conn) reader() error {
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+		frame, err := zkproto.ReadFrame(c.nc, c.srv.cfg.MaxFrame)
+		if err != nil {
+			return err
+		}
+		c.srv.received.Add(1)
+		c.recved.Add(1)
+		c.srv.b.Touch(c.sid)
+		hdr, req, err := zkproto.DecodeRequest(frame)
+		if len(frame) < 8 {
+			return fmt.Errorf("malformed request: %w", err)
+		}
+		it := &item{hdr: hdr, recv: time.Now()}
+		if err != nil {
+			// ZooKeeper answers a body it cannot parse with a marshalling error.
+			c.log.Info("undecodable request", "err", err)
+			it.run = func() bool { return c.replyCode(hdr.Xid, zkproto.CodeMarshallingError) }
+		} else {
+			c.prepare(it, req)
+		}
+		if !c.push(it) {
+			return nil
+		}
+		if hdr.Type == zkproto.OpCloseSession {
+			// Nothing after a close counts; the processor hangs up once it is answered.
+			select {
+			case <-c.done:
+			case <-time.After(c.srv.cfg.HandshakeTimeout + c.timeout):
+			}
+			return nil
+		}
+	}
+}
+
+// prepare fills a pipeline item from a decoded request: the state change of a
+// write, or the function that runs anything else.
+func (c *conn) prepare(it *item, req zkproto.Message) {
+	it.op, it.run = c.prepareOp(it.hdr, req)
+	if it.op != nil || it.run != nil {
+		return
+	}
+	// Refused before the tree: ZooKeeper logs an error txn, which takes a zxid.
+	noop := datatree.Noop()
+	it.op = &noop
+	switch r := req.(type) {
+	case *zkproto.CreateRequest:
+		it.refuse = zkproto.CodeInvalidACL
+	case *zkproto.MultiRequest:
+		_, failAt, code := multiOps(r)
+		it.refuseMulti = zkproto.FailedMulti(len(r.Ops), failAt, code)
+	}
+}
+
+// prepareOp returns the state change of a write, the function that runs anything
+// else, or neither for a write that must be refused.
+func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatree.Op, func() bool) {
+	write := func(op datatree.Op) (*datatree.Op, func() bool) { return &op, nil }
+	code := func(code zkproto.Code) (*datatree.Op, func() bool) {
+		return nil, func() bool { return c.replyCode(h.Xid, code) }
+	}
+	switch h.Type {
+	case zkproto.OpCreate, zkproto.OpCreate2:
+		r := req.(*zkproto.CreateRequest)
+		if len(r.ACL) == 0 {
+			return nil, nil
+		}
+		return write(datatree.Create(r.Path, r.Data, datatree.CreateMode(r.Flags)))
+	case zkproto.OpDelete:
+		r := req.(*zkproto.PathVersionRequest)
+		return write(datatree.Delete(r.Path, r.Version))
+	case zkproto.OpSetData:
+		r := req.(*zkproto.SetDataRequest)
+		return write(datatree.SetData(r.Path, r.Data, r.Version))
+	case zkproto.OpCheck:
+		r := req.(*zkproto.PathVersionRequest)
+		return write(datatree.Check(r.Path, r.Version))
+	case zkproto.OpMulti:
+		r := req.(*zkproto.MultiRequest)
+		ops, failAt, _ := multiOps(r)
+		if failAt >= 0 {
+			return nil, nil
+		}
+		return write(datatree.Multi(ops...))
+	case zkproto.OpCloseSession:
+		c.closing.Store(true)
+		return write(datatree.CloseSession())
+	case zkproto.OpSync:
+		path := req.(*zkproto.PathRequest).Path
+		return nil, func() bool {
+			select {
+			case err := <-c.srv.b.Sync():
+				if err != nil {
+					c.log.Info("sync failed, dropping the connection", "err", err)
+					return false
+				}
+			case <-c.done:
+				return false
+			}
+			return c.replyRead(h.Xid, &zkproto.PathResponse{Path: path})
+		}
+	case zkproto.OpExists, zkproto.OpGetData, zkproto.OpGetChildren, zkproto.OpGetChildren2,
+		zkproto.OpGetACL, zkproto.OpPing, zkproto.OpSetWatches, zkproto.OpMultiRead:
+		return nil, func() bool { c.read(h, req); return true }
+	case zkproto.OpAuth:
+		r := req.(*zkproto.AuthPacket)
+		return nil, func() bool {
+			// poled checks no ACLs: credentials of the schemes ZooKeeper ships are
+			// accepted and ignored; ZooKeeper answers auth with zxid 0.
+			if r.Scheme == "digest" || r.Scheme == "ip" || r.Scheme == "world" {
+				c.reply(zkproto.ReplyHeader{Xid: h.Xid}, nil)
+				return true
+			}
+			c.reply(zkproto.ReplyHeader{Xid: h.Xid, Err: zkproto.CodeAuthFailed}, nil)
+			return false
+		}
+	case zkproto.OpSetACL, zkproto.OpCreateContainer, zkproto.OpCreateTTL, zkproto.OpReconfig,
+		zkproto.OpCheckWatches, zkproto.OpRemoveWatches, zkproto.OpSetWatches2, zkproto.OpAddWatch,
+		zkproto.OpGetEphemerals, zkproto.OpGetAllChildren, zkproto.OpWhoAmI, zkproto.OpSASL:
+		return code(zkproto.CodeUnimplemented)
+	}
+	// An op ZooKeeper does not know either: it answers unimplemented and hangs up.
+	return nil, func() bool {
+		c.replyCode(h.Xid, zkproto.CodeUnimplemented)
+		return false
+	}
+}
+
+// multiOps converts a multi's ops; on an op poled cannot run it returns the index
+// and code of the failure ZooKeeper would report.
+func multiOps(r *zkproto.MultiRequest) (ops []datatree.Op, failAt int, code zkproto.Code) {
+	for i, op := range r.Ops {
+		switch op.Type {
+		case zkproto.OpCreate, zkproto.OpCreate2:
+			cr := op.Req.(*zkproto.CreateRequest)
+			if len(cr.ACL) == 0 {
+				return nil, i, zkproto.CodeInvalidACL
+			}
+			ops = append(ops, datatree.Create(cr.Path, cr.Data, datatree.CreateMode(cr.Flags)))
+		case zkproto.OpDelete:
+			pv := op.Req.(*zkproto.PathVersionRequest)
+			ops = append(ops, datatree.Delete(pv.Path, pv.Version))
+		case zkproto.OpCheck:
+			pv := op.Req.(*zkproto.PathVersionRequest)
+			ops = append(ops, datatree.Check(pv.Path, pv.Version))
+		case zkproto.OpSetData:
+			sd := op.Req.(*zkproto.SetDataRequest)
+			ops = append(ops, datatree.SetData(sd.Path, sd.Data, sd.Version))
+		case zkproto.OpCreateContainer, zkproto.OpCreateTTL:
+			return nil, i, zkproto.CodeUnimplemented
+		default:
+			return nil, i, zkproto.CodeBadArguments
+		}
+	}
+	return ops, -1, 0
+}
+
+// completeWrite waits for a submitted write and answers it.
+func (c *conn) completeWrite(it *item) bool {
+	var out Outcome
+	select {
+	case out = <-it.outcome:
+	case <-c.done:
+		return false
+	}
+	if out.Err != nil {
+		// The outcome is unknown: hang up, the client reports a connection loss.
+		c.log.Info("write outcome unknown, dropping the connection", "op", it.hdr.Type, "err", out.Err)
+		return false
+	}
+	hdr, body := writeReply(it.hdr, out.Result)
+	switch {
+	case it.refuse != zkproto.CodeOK:
+		hdr.Err, body = it.refuse, nil
+	case it.refuseMulti != nil:
+		body = &zkproto.MultiResponse{Results: it.refuseMulti}
+	}
+	c.reply(hdr, body)
+	return it.hdr.Type != zkproto.OpCloseSession
+}
+
+// writeReply is the reply to a write, from its result.
+func writeReply(h zkproto.RequestHeader, res datatree.Result) (zkproto.ReplyHeader, zkproto.Message) {
+	hdr := zkproto.ReplyHeader{Xid: h.Xid, Zxid: int64(res.Zxid), Err: zkproto.Code(res.Err)}
+	if h.Type == zkproto.OpMulti {
+		// A failed multi is not an error reply: each op carries its own code.
+		hdr.Err = zkproto.CodeOK
+		out := &zkproto.MultiResponse{Results: make([]zkproto.OpResult, len(res.Ops))}
+		for i, r := range res.Ops {
+			o := &out.Results[i]
+			o.Type, o.Err = zkproto.Op(r.Type), zkproto.Code(r.Err)
+			switch r.Type {
+			case datatree.OpCreate:
+				o.Path = r.Path // ZooKeeper 3.8 answers every create in a multi with a plain create result
+			case datatree.OpSetData:
+				o.Stat = stat(r.Stat)
+			}
+		}
+		return hdr, out
+	}
+	switch h.Type {
+	case zkproto.OpCreate:
+		return hdr, &zkproto.PathResponse{Path: res.Path}
+	case zkproto.OpCreate2:
+		return hdr, &zkproto.Create2Response{Path: res.Path, Stat: stat(res.Stat)}
+	case zkproto.OpSetData:
+		return hdr, &zkproto.StatResponse{Stat: stat(res.Stat)}
+	}
+	return hdr, nil
+}
+
+// read runs a local read, registers its watch, and queues its reply, all under the
+// backend's read lock: a change applied after the read fires the watch, and its
+// event cannot overtake this reply (clients arm a watch when its reply arrives).
+func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
+	c.srv.b.Read(func(t *datatree.Tree) {
+		hdr := zkproto.ReplyHeader{Xid: h.Xid, Zxid: int64(t.LastZxid())}
+		var body zkproto.Message
+		var err error
+		switch h.Type {
+		case zkproto.OpPing:
+			hdr.Xid = zkproto.XidPing // whatever xid the ping had, as ZooKeeper
+		case zkproto.OpExists:
+			r := req.(*zkproto.PathWatchRequest)
+			var st datatree.Stat
+			if st, err = t.Stat(r.Path); err == nil {
+				body = &zkproto.StatResponse{Stat: stat(st)}
+			}
+			if r.Watch { // an exists watch is armed even on a missing node
+				c.srv.watches.add(c, dataWatch, r.Path)
+			}
+		case zkproto.OpGetData:
+			r := req.(*zkproto.PathWatchRequest)
+			var data []byte
+			var st datatree.Stat
+			if data, st, err = t.Get(r.Path); err == nil {
+				body = &zkproto.GetDataResponse{Data: data, Stat: stat(st)}
+				if r.Watch {
+					c.srv.watches.add(c, dataWatch, r.Path)
+				}
+			}
+		case zkproto.OpGetChildren, zkproto.OpGetChildren2:
+			r := req.(*zkproto.PathWatchRequest)
+			var kids []string
+			var st datatree.Stat
+			if kids, st, err = t.Children(r.Path); err == nil {
+				if h.Type == zkproto.OpGetChildren {
+					body = &zkproto.GetChildrenResponse{Children: kids}
+				} else {
+					body = &zkproto.GetChildren2Response{Children: kids, Stat: stat(st)}
+				}
+				if r.Watch {
+					c.srv.watches.add(c, childWatch, r.Path)
+				}
+			}
+		case zkproto.OpGetACL:
+			var st datatree.Stat
+			if st, err = t.Stat(req.(*zkproto.PathRequest).Path); err == nil {
+				body = &zkproto.GetACLResponse{ACL: zkproto.OpenACL, Stat: stat(st)}
+			}
+		case zkproto.OpSetWatches:
+			c.setWatches(t, req.(*zkproto.SetWatches))
+		case zkproto.OpMultiRead:
+			body = c.multiRead(t, req.(*zkproto.MultiRequest))
+		}
+		hdr.Err = zkproto.Code(datatree.CodeOf(err))
+		c.reply(hdr, body)
+	})
+}
+
+// setWatches re-arms a reconnecting client's watches; anything that changed after
+// the last zxid it saw fires at once instead (ZooKeeper's DataTree.setWatches).
+func (c *conn) setWatches(t *datatree.Tree, r *zkproto.SetWatches) {
+	event := func(typ zkproto.EventType, path string) { c.send(zkproto.AppendEvent(nil, typ, path)) }
+	for _, p := range r.Data {
+		switch st, err := t.Stat(p); {
+		case err != nil:
+			event(zkproto.EventNodeDeleted, p)
+		case st.Mzxid > r.RelativeZxid:
+			event(zkproto.EventNodeDataChanged, p)
+		default:
+			c.srv.watches.add(c, dataWatch, p)
+		}
+	}
+	for _, p := range r.Exist {
+		if t.Exists(p) {
+			event(zkproto.EventNodeCreated, p)
+		} else {
+			c.srv.watches.add(c, dataWatch, p)
+		}
+	}
+	for _, p := range r.Child {
+		switch st, err := t.Stat(p); {
+		case err != nil:
+			event(zkproto.EventNodeDeleted, p)
+		case st.Pzxid > r.RelativeZxid:
+			event(zkproto.EventNodeChildrenChanged, p)
+		default:
+			c.srv.watches.add(c, childWatch, p)
+		}
+	}
+}
+
+// multiRead runs getData and getChildren ops; each fails or succeeds on its own.
+func (c *conn) multiRead(t *datatree.Tree, r *zkproto.MultiRequest) *zkproto.MultiResponse {
+	out := &zkproto.MultiResponse{Results: make([]zkproto.OpResult, len(r.Ops))}
+	for i, op := range r.Ops {
+		res := &out.Results[i]
+		path := ""
+		if pw, ok := op.Req.(*zkproto.PathWatchRequest); ok {
+			path = pw.Path
+		}
+		var err error
+		switch op.Type {
+		case zkproto.OpGetData:
+			var data []byte
+			var st datatree.Stat
+			if data, st, err = t.Get(path); err == nil {
+				*res = zkproto.OpResult{Type: zkproto.OpGetData, Data: data, Stat: stat(st)}
+			}
+		case zkproto.OpGetChildren:
+			var kids []string
+			if kids, _, err = t.Children(path); err == nil {
+				*res = zkproto.OpResult{Type: zkproto.OpGetChildren, Children: kids}
+			}
+		default:
+			err = datatree.BadArguments
+		}
+		if err != nil {
+			*res = zkproto.OpResult{Type: zkproto.OpError, Err: zkproto.Code(datatree.CodeOf(err))}
+		}
+	}
+	return out
+}
+
+// replyRead answers with the current zxid.
+func (c *conn) replyRead(xid int32, body zkproto.Message) bool {
+	c.srv.b.Read(func(t *datatree.Tree) {
+		c.reply(zkproto.ReplyHeader{Xid: xid, Zxid: int64(t.LastZxid())}, body)
+	})
+	return true
+}
+
+// replyCode answers with an error code and the current zxid.
+func (c *conn) replyCode(xid int32, code zkproto.Code) bool {
+	c.srv.b.Read(func(t *datatree.Tree) {
+		c.reply(zkproto.ReplyHeader{Xid: xid, Zxid: int64(t.LastZxid()), Err: code}, nil)
+	})
+	return true
+}
+
+func (c *conn) reply(h zkproto.ReplyHeader, body zkproto.Message) {
+	c.send(zkproto.AppendReply(nil, h, body))
+}
+
+func stat(s datatree.Stat) zkproto.Stat {
+	return zkproto.Stat{
+		Czxid: s.Czxid, Mzxid: s.Mzxid, Ctime: s.Ctime, Mtime: s.Mtime, Version: s.Version,
+		Cversion: s.Cversion, Aversion: s.Aversion, EphemeralOwner: s.EphemeralOwner,
+		DataLength: s.DataLength, NumChildren: s.NumChildren, Pzxid: s.Pzxid,
+	}
+}

@@ -1,0 +1,239 @@
+package zkserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polebench/polebench/zkproto"
+)
+
+// startRealZooKeeper runs Debian's ZooKeeper 3.8 standalone on a loopback port
+// until the test ends. Missing, the test fails under CI and skips locally.
+func startRealZooKeeper(t *testing.T) string {
+	t.Helper()
+	jar := os.Getenv("POLEBENCH_ZOOKEEPER_JAR")
+	if jar == "" {
+		jar = "/usr/share/java/zookeeper.jar"
+	}
+	java, err := exec.LookPath("java")
+	if _, serr := os.Stat(jar); serr != nil || err != nil {
+		msg := fmt.Sprintf("ZooKeeper server not available (%s: %v; java: %v): install the Debian package zookeeper", jar, serr, err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	ln.Close()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n", dir, addr.Port)
+	cfgPath := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, java, "-XX:TieredStopAtLevel=1", "-cp", jar,
+		"-Dzookeeper.admin.enableServer=false", "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	logf, err := os.Create(filepath.Join(dir, "zookeeper.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphan JVM if the test binary dies
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait(); logf.Close() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if nc, err := net.DialTimeout("tcp", addr.String(), time.Second); err == nil {
+			nc.SetDeadline(time.Now().Add(2 * time.Second)) // a starting JVM may accept and stall
+			io.WriteString(nc, "srvr")                      // ruok answers before the server takes sessions
+			b, _ := io.ReadAll(nc)
+			nc.Close()
+			if strings.HasPrefix(string(b), "Zookeeper version:") {
+				return addr.String()
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "zookeeper.log"))
+			t.Fatalf("ZooKeeper did not start within 30s:\n%s", log)
+		}
+	}
+}
+
+// diffStep is one request of the differential script, from session 0 or 1.
+type diffStep struct {
+	session int
+	op      zkproto.Op
+	body    zkproto.Message
+	raw     []byte // sent instead of the encoded body when set
+}
+
+// transcript runs the script against addr and returns, per step, every frame the
+// acting session received up to and including its reply, decoded and normalized.
+func transcript(t *testing.T, addr string, steps []diffStep) []string {
+	var clients [2]*rawClient
+	for i := range clients {
+		clients[i] = rawConnect(t, addr, zkproto.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16), HasReadOnly: true})
+	}
+	sessions := map[int64]int64{clients[0].resp.SessionID: 1, clients[1].resp.SessionID: 2}
+	norm := func(h zkproto.ReplyHeader, body zkproto.Message) string {
+		v := reflect.ValueOf(body)
+		if body != nil && v.Kind() == reflect.Pointer {
+			cp := reflect.New(v.Elem().Type())
+			cp.Elem().Set(v.Elem())
+			normalizeStats(cp, sessions)
+			body = cp.Interface().(zkproto.Message)
+		}
+		return fmt.Sprintf("%+v %+v", h, body)
+	}
+	var out []string
+	for i, s := range steps {
+		c := clients[s.session]
+		c.xid++
+		xid := c.xid
+		if s.op == zkproto.OpPing {
+			xid = zkproto.XidPing
+		}
+		frame := zkproto.EncodeRequest(zkproto.RequestHeader{Xid: xid, Type: s.op}, s.body)
+		if s.raw != nil {
+			frame = append(zkproto.EncodeRequest(zkproto.RequestHeader{Xid: xid, Type: s.op}, nil), s.raw...)
+		}
+		if _, err := c.nc.Write(zkproto.AppendFrame(nil, frame)); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		var got []string
+		for {
+			h, body := c.recv(s.op)
+			got = append(got, norm(h, body))
+			if h.Xid == xid {
+				break
+			}
+		}
+		out = append(out, fmt.Sprintf("step %d (S%d %v): %s", i, s.session, s.op, strings.Join(got, " | ")))
+	}
+	return out
+}
+
+// normalizeStats zeroes what two servers legitimately differ in: creation and
+// modification times, and session ids (replaced by the session's index + 1).
+func normalizeStats(v reflect.Value, sessions map[int64]int64) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			normalizeStats(v.Elem(), sessions)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			normalizeStats(v.Index(i), sessions)
+		}
+	case reflect.Struct:
+		switch r := v.Addr().Interface().(type) {
+		case *zkproto.GetChildrenResponse:
+			slices.Sort(r.Children) // ZooKeeper's order is a hash set's
+		case *zkproto.GetChildren2Response:
+			slices.Sort(r.Children)
+		case *zkproto.OpResult:
+			slices.Sort(r.Children)
+		}
+		if st, ok := v.Addr().Interface().(*zkproto.Stat); ok {
+			st.Ctime, st.Mtime = 0, 0
+			if n, ok := sessions[st.EphemeralOwner]; ok {
+				st.EphemeralOwner = n
+			}
+			return
+		}
+		for i := range v.NumField() {
+			normalizeStats(v.Field(i), sessions)
+		}
+	}
+}
+
+// TestDifferentialAgainstZooKeeper runs one script of requests from two sessions
+// against Debian's real ZooKeeper 3.8 and against poled's standalone server: every
+// reply and watch event, in order, must be the same (times and session ids aside).
+func TestDifferentialAgainstZooKeeper(t *testing.T) {
+	t.Parallel() // the JVM takes seconds to start
+	real := startRealZooKeeper(t)
+	ours := startServer(t, Config{Tick: 2 * time.Second}, nil)
+
+	pw := func(path string, watch bool) *zkproto.PathWatchRequest {
+		return &zkproto.PathWatchRequest{Path: path, Watch: watch}
+	}
+	create := func(path, data string, mode int32) *zkproto.CreateRequest {
+		return &zkproto.CreateRequest{Path: path, Data: []byte(data), ACL: zkproto.OpenACL, Flags: mode}
+	}
+	ping := diffStep{0, zkproto.OpPing, &zkproto.Empty{}, nil}
+	steps := []diffStep{
+		{0, zkproto.OpCreate, create("/d", "x", zkproto.ModePersistent), nil},
+		{0, zkproto.OpCreate2, create("/d/s-", "e", zkproto.ModeEphemeralSequential), nil},
+		{0, zkproto.OpCreate, create("/d/s-", "p", zkproto.ModePersistentSequential), nil},
+		{1, zkproto.OpCreate, create("/be", "", zkproto.ModeEphemeral), nil},
+		{0, zkproto.OpGetData, pw("/d", true), nil},
+		{0, zkproto.OpGetChildren2, pw("/d", true), nil},
+		{0, zkproto.OpExists, pw("/nope", true), nil},
+		{0, zkproto.OpExists, pw("/be", true), nil},
+		{1, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/d", Data: []byte("y"), Version: 0}, nil},
+		ping,
+		{1, zkproto.OpCreate, create("/nope", "n", zkproto.ModePersistent), nil},
+		ping,
+		{0, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/d", Data: []byte("z"), Version: 5}, nil},
+		{0, zkproto.OpDelete, &zkproto.PathVersionRequest{Path: "/d", Version: -1}, nil},
+		{0, zkproto.OpMulti, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
+			{Type: zkproto.OpCreate, Req: create("/d/m", "m", zkproto.ModePersistent)},
+			{Type: zkproto.OpSetData, Req: &zkproto.SetDataRequest{Path: "/d", Data: []byte("w"), Version: 1}},
+			{Type: zkproto.OpCheck, Req: &zkproto.PathVersionRequest{Path: "/d", Version: 2}},
+			{Type: zkproto.OpDelete, Req: &zkproto.PathVersionRequest{Path: "/d/m", Version: 0}},
+		}}, nil},
+		{0, zkproto.OpMulti, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
+			{Type: zkproto.OpCreate, Req: create("/d/n", "", zkproto.ModePersistent)},
+			{Type: zkproto.OpCheck, Req: &zkproto.PathVersionRequest{Path: "/d", Version: 9}},
+			{Type: zkproto.OpDelete, Req: &zkproto.PathVersionRequest{Path: "/d", Version: -1}},
+		}}, nil},
+		{0, zkproto.OpMulti, &zkproto.MultiRequest{}, nil},
+		{0, zkproto.OpMultiRead, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
+			{Type: zkproto.OpGetData, Req: pw("/d", false)},
+			{Type: zkproto.OpGetChildren, Req: pw("/missing", false)},
+			{Type: zkproto.OpGetChildren, Req: pw("/d", false)},
+		}}, nil},
+		{0, zkproto.OpGetChildren, pw("/d", false), nil},
+		{0, zkproto.OpCreate, create("/d/s-0000000000/x", "", zkproto.ModePersistent), nil},
+		{0, zkproto.OpCreate, &zkproto.CreateRequest{Path: "/noacl"}, nil},
+		{0, zkproto.OpCreate, create("/x/y", "", zkproto.ModePersistent), nil},
+		{0, zkproto.OpDelete, &zkproto.PathVersionRequest{Path: "/zookeeper", Version: -1}, nil},
+		{0, zkproto.OpSync, &zkproto.PathRequest{Path: "/d"}, nil},
+		{0, zkproto.OpGetACL, &zkproto.PathRequest{Path: "/d"}, nil},
+		{0, zkproto.OpGetData, pw("/zookeeper", false), nil},
+		{0, zkproto.OpExists, pw("/d/s-0000000001", true), nil},
+		{1, zkproto.OpDelete, &zkproto.PathVersionRequest{Path: "/d/s-0000000001", Version: 0}, nil},
+		ping,
+		{0, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")}, nil},
+		{0, zkproto.OpSetWatches, &zkproto.SetWatches{RelativeZxid: 3, Data: []string{"/d", "/gone"}, Exist: []string{"/nope", "/zz"}, Child: []string{"/", "/zookeeper"}}, nil},
+		{0, zkproto.OpGetData, nil, []byte{0, 0}},
+		{1, zkproto.OpCloseSession, &zkproto.Empty{}, nil},
+		ping,
+		{0, zkproto.OpCloseSession, &zkproto.Empty{}, nil},
+	}
+	want := transcript(t, real, steps)
+	got := transcript(t, ours.addr, steps)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ours:      %s\nZooKeeper: %s", got[i], want[i])
+		}
+	}
+}
