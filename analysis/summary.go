@@ -51,6 +51,8 @@ type Summary struct {
 	NewLeader     int      `json:"new_leader"`
 	ElectionMS    *float64 `json:"election_ms"` // crash → new leader elected; null without both
 	RecoveryMS    *float64 `json:"recovery_ms"` // LEADING → first request processed
+	// ElectionZxids: server id → the last zxid it proposed with after the crash.
+	ElectionZxids map[int]uint64 `json:"election_zxids,omitempty"`
 	Windows       struct {
 		Before *Span `json:"before,omitempty"`
 		After  *Span `json:"after,omitempty"`
@@ -82,7 +84,7 @@ func Summarize(in Input) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader,
+	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader, ElectionZxids: e.ElectionZxids,
 		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites}
 	if e.Crash > 0 && e.Elected > 0 {
 		s.ElectionMS = ptr(ms(e.Elected - e.Crash))

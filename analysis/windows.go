@@ -20,6 +20,9 @@ type Events struct {
 	End         time.Duration // end of the run; zero: the last intended send
 	// Leaders, by server id (0 if unknown).
 	InitialLeader, NewLeader int
+	// ElectionZxids is the last zxid each server proposed with in the election that
+	// followed the crash: the history oracle's scores, which the model takes as equal.
+	ElectionZxids map[int]uint64
 }
 
 // DefaultSettle is how long after the election the "after" window starts (the paper:

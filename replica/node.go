@@ -452,7 +452,7 @@ func (n *Node) electionReady(rd pole.Ready) {
 	for _, e := range rd.Events {
 		switch e.Kind {
 		case pole.EventLooking:
-			n.timeline.Add(Event{Kind: "ELECTION", Epoch: e.Epoch})
+			n.timeline.Add(Event{Kind: "ELECTION", Epoch: e.Epoch, Zxid: uint64(n.bcast.Status().LastZxid)})
 		case pole.EventLeader:
 			n.timeline.Add(Event{Kind: "ELECTED", Epoch: e.Epoch, Leader: e.Leader})
 			if err := n.bcast.Elected(uint64(e.Leader)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -306,7 +307,14 @@ func (r *repetition) run(ctx context.Context) (*analysis.Summary, error) {
 	}
 
 	ev := r.analysisEvents()
-	model, newLeaderModel := r.model(ev.NewLeader)
+	model, modelLeader := r.model(ev.NewLeader)
+	newLeaderModel := ""
+	if modelLeader != 0 {
+		newLeaderModel = fmt.Sprintf("model elects p%d with %s", modelLeader, spec.Oracle.Name)
+	}
+	if spec.Oracle.Name == "history" {
+		newLeaderModel = joinNote(newLeaderModel, outOfSync(ev.ElectionZxids, modelLeader))
+	}
 	in := analysis.Input{Records: wres.Records, Events: ev, Model: model, OfferedRate: spec.Rates.Total}
 	if ver != nil {
 		in.LostAcknowledgedWrites = ver.LostAcknowledgedWrites
@@ -485,17 +493,31 @@ func (r *repetition) analysisEvents() analysis.Events {
 		}
 	}
 	ev.Elected = ev.Leading
+	// What each server proposed in the election that chose the new leader: its last
+	// ELECTION between the crash and that leader's LEADING.
+	until := r.start.Add(ev.Leading).UnixNano()
+	for id, evs := range r.nodes {
+		for _, e := range evs {
+			if e.Kind == "ELECTION" && e.TimeNS > crash && e.TimeNS <= until {
+				if ev.ElectionZxids == nil {
+					ev.ElectionZxids = map[int]uint64{}
+				}
+				ev.ElectionZxids[id] = e.Zxid
+			}
+		}
+	}
 	return ev
 }
 
 // model is the analytic prediction for this run: before the crash with the initial
 // leader, after it with the leader actually elected (so measured and predicted
-// compare like with like). Keys are DC names and analysis.All.
-func (r *repetition) model(newLeader int) (map[string]map[string]float64, string) {
+// compare like with like), and the server the model elects with the spec's oracle.
+// Keys are DC names and analysis.All.
+func (r *repetition) model(newLeader int) (map[string]map[string]float64, int) {
 	pred, err := r.o.Spec.Model()
 	if err != nil {
 		r.log.Warn("no model prediction", "err", err)
-		return nil, ""
+		return nil, 0
 	}
 	// A DC without load has no measurement to sit beside.
 	rates := r.o.Spec.RatesByDC()
@@ -505,10 +527,10 @@ func (r *repetition) model(newLeader int) (map[string]map[string]float64, string
 			m["before"][dc] = v
 		}
 	}
-	note := ""
+	leader := 0
 	for _, e := range pred.Elections {
 		if e.Oracle == r.o.Spec.Oracle.Name {
-			note = fmt.Sprintf("model elects p%d with %s", e.Leader, e.Oracle)
+			leader = e.Leader
 		}
 	}
 	if newLeader != 0 && r.o.Spec.CrashAt > 0 {
@@ -521,7 +543,42 @@ func (r *repetition) model(newLeader int) (map[string]map[string]float64, string
 			}
 		}
 	}
-	return m, note
+	return m, leader
+}
+
+// HistoryWinner is whom the history oracle elects given the zxids the servers proposed
+// (the highest, ties by highest id); 0 without any.
+func HistoryWinner(zxids map[int]uint64) int {
+	best := 0
+	for id, z := range zxids {
+		if best == 0 || z > zxids[best] || z == zxids[best] && id > best {
+			best = id
+		}
+	}
+	return best
+}
+
+// outOfSync explains a history winner other than the model's: the model takes the
+// servers as in sync, but proposals in flight when the leader died reach some
+// followers and not others (as with ZooKeeper), and the one ahead must win.
+func outOfSync(zxids map[int]uint64, model int) string {
+	w := HistoryWinner(zxids)
+	if w == 0 || w == model {
+		return ""
+	}
+	ids := slices.Sorted(maps.Keys(zxids))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("p%d %#x", id, zxids[id])
+	}
+	return fmt.Sprintf("p%d was ahead at the crash (%s), so history picks it", w, strings.Join(parts, ", "))
+}
+
+func joinNote(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // measuredRTTs is what each live server's heartbeat monitor measured, beside the plan.
