@@ -53,9 +53,17 @@ func startInNetns(ns netns.NsHandle, cmd *exec.Cmd) (*nsProc, error) {
 	}()
 	got, err := procNetnsInode(cmd.Process.Pid)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		err = nil // exited already (a zombie has no namespace): the caller sees it died
-	case err == nil && got != want:
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH):
+		// Exiting or exited already (a zombie has no namespace): the caller sees it died.
+		err = nil
+	case err != nil:
+		// Anything else is only an error if the process is still there to be wrong.
+		select {
+		case <-p.done:
+			err = nil
+		case <-time.After(time.Second):
+		}
+	case got != want:
 		err = fmt.Errorf("network namespace inode %d, want %d", got, want)
 	}
 	if err != nil {
