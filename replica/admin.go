@@ -3,6 +3,7 @@ package replica
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 )
 
 // Status is what GET /status returns.
@@ -46,5 +47,9 @@ func (n *Node) adminHandler() http.Handler {
 	}
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.timeline.Events()) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.Status()) })
+	// Go's profiler, to see where a replica's time goes under a run's load.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
