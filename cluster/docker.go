@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -61,9 +60,6 @@ type DockerConfig struct {
 	Image, Binary, Source string
 	// Resources limit every container; zero values mean no limit.
 	Resources DockerResources
-	// Subnet is the run's network (IPv4, /24 or wider); server N gets host number 10+N.
-	// Zero: the first free 10.213.K.0/24, K derived from the label.
-	Subnet netip.Prefix
 }
 
 // DockerResources limit one container.
@@ -88,11 +84,12 @@ type dockerServer struct {
 }
 
 type dockerCluster struct {
-	cli     *client.Client
-	log     *slog.Logger
-	label   string
-	network string
-	links   string
+	cli   *client.Client
+	log   *slog.Logger
+	label string
+	name  string // polebench-<label>: containers and volumes are <name>-p<ID>
+	net   *netnsNet
+	links string
 	plan    netem.Plan
 	addrs   map[int]netip.Addr
 
@@ -101,11 +98,16 @@ type dockerCluster struct {
 	closed  bool
 }
 
-// NewDockerWith is NewDocker with the backend's own settings. One user-defined bridge
-// network per run with a fixed address per server, one container per server running
-// `poled --config /etc/poled/poled.json` with its data on a named volume, everything
-// labeled polebench.run=opts.Label. It returns once every server listens. On error
-// it removes whatever it created.
+// NewDockerWith is NewDocker with the backend's own settings. One container per server
+// running `poled --config /etc/poled/poled.json` with its data on a named volume,
+// everything labeled polebench.run=opts.Label, and one bridge per run with a fixed
+// address per server. The bridge is the netns backend's (a Linux bridge in the run's
+// own switch namespace, reached from the host by one veth), not a Docker network:
+// Docker's bridges live in the host's namespace, where br_netfilter sends every frame
+// between containers through the host's iptables and conntrack, which cost 2-5 ms
+// per request here (see the README). Containers start with network mode none, and
+// each start plugs a veth into the container's fresh namespace as eth0. It returns
+// once every server listens. On error it removes whatever it created.
 func NewDockerWith(ctx context.Context, opts Options, dc DockerConfig) (Cluster, error) {
 	log := opts.Logger
 	if log == nil {
@@ -135,11 +137,14 @@ func NewDockerWith(ctx context.Context, opts Options, dc DockerConfig) (Cluster,
 	if label == "" {
 		label = "run-" + time.Now().UTC().Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())
 	}
-	if dc.Subnet.IsValid() && (!dc.Subnet.Addr().Is4() || dc.Subnet.Bits() > 24) {
-		return nil, fmt.Errorf("docker backend: subnet %v: want IPv4, /24 or wider", dc.Subnet)
+	if err := netnsCheckLabel(label); err != nil {
+		return nil, fmt.Errorf("docker backend: %w", err)
 	}
-	if n > 244 {
-		return nil, fmt.Errorf("docker backend: %d servers do not fit a /24 (at most 244)", n)
+	if err := netnsCheckRoot(); err != nil {
+		return nil, fmt.Errorf("docker backend: %w", err)
+	}
+	if n > netnsMaxServers {
+		return nil, fmt.Errorf("docker backend: %d servers do not fit a /24 (at most %d)", n, netnsMaxServers)
 	}
 
 	cli, err := image.Connect(ctx)
@@ -195,17 +200,16 @@ func (d *dockerCluster) start(ctx context.Context, opts Options, dc DockerConfig
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	octx, cancel := dockerDetach(ctx)
-	subnet, err := d.createNetwork(octx, dc.Subnet)
-	cancel()
-	if err != nil {
+	d.name = "polebench-" + dockerName(d.label)
+	var err error
+	if d.net, err = netnsCreate(d.label, nil); err != nil {
 		return err
 	}
 	t := opts.Topology
 	peers := make([]replica.Peer, 0, t.N())
 	d.addrs = map[int]netip.Addr{}
 	for id := 1; id <= t.N(); id++ {
-		a := dockerHostAddr(subnet, 10+id)
+		a := netnsOctet(d.net.prefix, netnsFirstOctet+id)
 		d.addrs[id] = a
 		peers = append(peers, replica.Peer{ID: id, Host: a.String(), ClientPort: DockerClientPort, PeerPort: DockerPeerPort, ElectionPort: DockerElectionPort, AdminPort: DockerAdminPort})
 	}
@@ -219,6 +223,7 @@ func (d *dockerCluster) start(ctx context.Context, opts Options, dc DockerConfig
 		cfg := replica.Config{
 			ID: id, Servers: peers, DataDir: image.DataDir,
 			Oracle: opts.Oracle, InitialLeader: opts.InitialLeader, Fsync: opts.Fsync,
+			ListenHost: "0.0.0.0", // eth0 arrives after poled starts
 		}
 		if planJSON != nil {
 			cfg.LinkPlan = image.ConfigDir + "/plan.json"
@@ -231,8 +236,8 @@ func (d *dockerCluster) start(ctx context.Context, opts Options, dc DockerConfig
 		s := &dockerServer{
 			Server:    Server{ID: id, DC: t.DC(id), Client: peers[id-1].ClientAddr(), Admin: peers[id-1].AdminAddr()},
 			addr:      d.addrs[id],
-			container: d.network + "-p" + strconv.Itoa(id),
-			volume:    d.network + "-p" + strconv.Itoa(id),
+			container: d.name + "-p" + strconv.Itoa(id),
+			volume:    d.name + "-p" + strconv.Itoa(id),
 		}
 		d.mu.Lock()
 		d.servers = append(d.servers, s)
@@ -256,41 +261,8 @@ func (d *dockerCluster) start(ctx context.Context, opts Options, dc DockerConfig
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	d.log.Info("cluster up", "servers", len(d.servers), "network", d.network, "subnet", subnet, "links", d.links)
+	d.log.Info("cluster up", "servers", len(d.servers), "switch", netnsName(d.label, 0), "subnet", d.net.prefix, "links", d.links)
 	return nil
-}
-
-// createNetwork makes the run's bridge network on the first subnet no other network uses.
-func (d *dockerCluster) createNetwork(ctx context.Context, fixed netip.Prefix) (netip.Prefix, error) {
-	d.network = "polebench-" + dockerName(d.label)
-	h := fnv.New32a()
-	h.Write([]byte(d.label))
-	k := h.Sum32()
-	tries := 256
-	if fixed.IsValid() {
-		tries = 1
-	}
-	for i := range tries {
-		subnet := fixed.Masked()
-		if !fixed.IsValid() {
-			subnet = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 213, byte(k + uint32(i)), 0}), 24)
-		}
-		_, err := d.cli.NetworkCreate(ctx, d.network, network.CreateOptions{
-			Driver: "bridge",
-			Labels: map[string]string{LabelRun: d.label},
-			IPAM: &network.IPAM{Config: []network.IPAMConfig{{
-				Subnet:  subnet.String(),
-				Gateway: dockerHostAddr(subnet, 1).String(),
-			}}},
-		})
-		if err == nil {
-			return subnet, nil
-		}
-		if !strings.Contains(err.Error(), "overlaps") || fixed.IsValid() {
-			return netip.Prefix{}, fmt.Errorf("create network %s on %v: %w", d.network, subnet, err)
-		}
-	}
-	return netip.Prefix{}, errors.New("no free 10.213.K.0/24 subnet for the run's network")
 }
 
 // create makes server s's volume and container and copies its config into it.
@@ -309,15 +281,12 @@ func (d *dockerCluster) create(ctx context.Context, s *dockerServer, tag string,
 			Labels:   labels,
 		},
 		&container.HostConfig{
-			NetworkMode: container.NetworkMode(d.network),
+			NetworkMode: "none", // run plugs eth0 in
 			Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: s.volume, Target: image.DataDir}},
 			LogConfig:   container.LogConfig{Type: "json-file"}, // readable by ContainerLogs whatever the engine's default
 			Resources:   container.Resources{NanoCPUs: int64(res.CPUs * 1e9), Memory: res.MemoryBytes},
 		},
-		&network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			d.network: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: s.addr.String()}},
-		}},
-		nil, s.container)
+		nil, nil, s.container)
 	if err != nil {
 		return fmt.Errorf("create container: %w", err)
 	}
@@ -339,8 +308,8 @@ func (d *dockerCluster) create(ctx context.Context, s *dockerServer, tag string,
 	return nil
 }
 
-// run starts s's container, installs the kernel link plan in its fresh network
-// namespace, and waits until it listens.
+// run starts s's container, plugs its fresh network namespace into the run's bridge,
+// installs the kernel link plan there, and waits until it listens.
 func (d *dockerCluster) run(ctx context.Context, s *dockerServer) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -349,6 +318,15 @@ func (d *dockerCluster) run(ctx context.Context, s *dockerServer) error {
 	defer cancel()
 	if err := d.cli.ContainerStart(octx, s.container, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start %s: %w", s.container, err)
+	}
+	ns, err := containerNetns(octx, d.cli, s.container)
+	if err != nil {
+		return err
+	}
+	err = d.net.plugForeign(s.ID, ns, s.container)
+	ns.Close() // the veth keeps nothing alive: the namespace dies with the container
+	if err != nil {
+		return err
 	}
 	if d.links == LinksKernel {
 		if err := d.applyKernel(octx, s); err != nil {
@@ -636,20 +614,30 @@ func (d *dockerCluster) Close(ctx context.Context) error {
 		defer cancel()
 	}
 	removed, err := dockerRemoveRun(ctx, d.cli, d.label)
-	d.log.Info("cluster removed", "objects", len(removed))
-	return errors.Join(err, d.cli.Close())
+	if d.net != nil {
+		d.net.close()
+	}
+	gone, nerr := NetnsDown(ctx, d.label)
+	d.log.Info("cluster removed", "objects", len(removed)+len(gone))
+	return errors.Join(err, nerr, d.cli.Close())
 }
 
 // DockerDown removes every container, volume and network labeled polebench.run=label
-// (every polebench run's when label is empty): the leftovers of a harness that crashed.
-// It returns what it removed, as "container NAME", "volume NAME", "network NAME".
+// (every polebench run's when label is empty), and the run's switch namespace: the
+// leftovers of a harness that crashed. It returns what it removed, as "container
+// NAME", "volume NAME", "network NAME", "namespace NAME", "host veth NAME".
 func DockerDown(ctx context.Context, label string) (removed []string, err error) {
 	cli, err := image.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	return dockerRemoveRun(ctx, cli, label)
+	removed, err = dockerRemoveRun(ctx, cli, label)
+	if label == "" {
+		return removed, err // NetnsDown("") would take every netns cluster too: cluster.Down does
+	}
+	gone, nerr := NetnsDown(ctx, label)
+	return append(removed, gone...), errors.Join(err, nerr)
 }
 
 func dockerRunFilter(label string) filters.Args {

@@ -49,11 +49,11 @@ const (
 // netnsSubnets is where cluster subnets come from: 10.215.k.0/24.
 var netnsSubnets = netip.MustParsePrefix("10.215.0.0/16")
 
-var netnsLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$`)
+var netnsLabelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 func netnsCheckLabel(label string) error {
 	if !netnsLabelRE.MatchString(label) {
-		return fmt.Errorf("netns: label %q: want 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit", label)
+		return fmt.Errorf("netns: label %q: want 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit", label)
 	}
 	return nil
 }
@@ -340,34 +340,61 @@ func (n *netnsNet) uplink(host, sw *netlink.Handle, br netlink.Link) error {
 
 // server makes server id's namespace and connects it to the bridge.
 func (n *netnsNet) server(sw *netlink.Handle, br netlink.Link, id int) error {
-	name := netnsName(n.label, id)
-	ns, err := netnsNewNamed(name)
+	ns, err := netnsNewNamed(netnsName(n.label, id))
 	if err != nil {
 		return err
 	}
 	n.ns[id] = ns
+	return n.plug(sw, br, id, ns, netnsName(n.label, id))
+}
+
+// plug connects namespace ns (what names it, for errors) to the bridge as server id:
+// a veth whose switch end is p<ID> and whose other end is eth0 in ns, with the
+// server's address. A p<ID> left from an earlier namespace of the server (one that is
+// still being torn down) is replaced.
+func (n *netnsNet) plug(sw *netlink.Handle, br netlink.Link, id int, ns netns.NsHandle, what string) error {
 	port := "p" + strconv.Itoa(id)
+	if old, err := sw.LinkByName(port); err == nil {
+		if err := sw.LinkDel(old); err != nil {
+			return fmt.Errorf("remove stale veth %s: %w", port, err)
+		}
+	}
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: netnsDev, PeerNamespace: netlink.NsFd(ns)}
 	if err := sw.LinkAdd(veth); err != nil {
-		return fmt.Errorf("create veth %s for %s: %w", port, name, err)
+		return fmt.Errorf("create veth %s for %s: %w", port, what, err)
 	}
 	if err := netnsAttach(sw, port, br); err != nil {
 		return err
 	}
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
-		return fmt.Errorf("netlink in %s: %w", name, err)
+		return fmt.Errorf("netlink in %s: %w", what, err)
 	}
 	defer h.Close()
 	addr := netnsOctet(n.prefix, netnsFirstOctet+id)
 	if err := netnsAddr(h, netnsDev, netip.PrefixFrom(addr, 24)); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := netnsUp(h, "lo", netnsDev); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	n.addrs[id] = addr
 	return nil
+}
+
+// plugForeign connects a namespace the cluster does not own (a container's) as
+// server id; the caller keeps and closes ns.
+func (n *netnsNet) plugForeign(id int, ns netns.NsHandle, what string) error {
+	sw, err := netlink.NewHandleAt(n.sw, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", netnsName(n.label, 0), err)
+	}
+	defer sw.Close()
+	br, err := sw.LinkByName(netnsBridge)
+	if err != nil {
+		return fmt.Errorf("bridge in %s: %w", netnsName(n.label, 0), err)
+	}
+	return n.plug(sw, br, id, ns, what)
 }
 
 func netnsAttach(h *netlink.Handle, name string, br netlink.Link) error {

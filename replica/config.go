@@ -75,6 +75,10 @@ type Config struct {
 	// LinkPlan is a JSON netem.Plan file; when set, the peer transport delays what this
 	// server sends as the plan says (user-space emulation).
 	LinkPlan string `json:"link_plan,omitempty"`
+	// ListenHost, if set, is the address the ports are bound on instead of this
+	// server's own host: 0.0.0.0 in a container whose interface is plugged in after
+	// it starts.
+	ListenHost string `json:"listen_host,omitempty"`
 }
 
 // Defaults fills unset fields.
@@ -140,6 +144,9 @@ func (c *Config) Validate() error {
 		if !ids[id] {
 			bad("servers", "ids must be exactly 1..%d; %d is missing", len(c.Servers), id)
 		}
+	}
+	if c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
+		bad("listen_host", "%q is not an IP address", c.ListenHost)
 	}
 	if len(c.Servers) == 0 {
 		bad("servers", "missing")

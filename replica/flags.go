@@ -45,6 +45,7 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	durationVar(fs, &c.MaxSessionTimeout, "max-session-timeout", "upper bound of negotiated session timeouts (default 40s)")
 	fs.IntVar(&c.SnapWindow, "snap-window", c.SnapWindow, "recent transactions kept for DIFFs (default 500)")
 	fs.IntVar(&c.PreloadMB, "preload-mb", c.PreloadMB, "fill a fresh server with this many MB of deterministic data")
+	fs.StringVar(&c.ListenHost, "listen-host", c.ListenHost, "address to bind the ports on instead of this server's host (e.g. 0.0.0.0)")
 	fs.StringVar(&c.LinkPlan, "link-plan", c.LinkPlan, "JSON link plan (netem.Plan) applied in user space to what this server sends")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

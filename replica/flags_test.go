@@ -29,6 +29,8 @@ func TestParseFlags(t *testing.T) {
 		{"flags alone", []string{"--id", "1", "--servers", "1=127.0.0.1:1:2:3:4", "--data-dir", "/x"}, func(c *Config) bool {
 			return len(c.Servers) == 1 && c.Servers[0].AdminPort == 4 && c.Oracle.Name == "history"
 		}, ""},
+		{"listen host", []string{"--config", file, "--listen-host", "0.0.0.0"}, func(c *Config) bool { return c.ListenHost == "0.0.0.0" }, ""},
+		{"bad listen host", []string{"--config", file, "--listen-host", "any"}, nil, `listen_host: "any" is not an IP address`},
 		{"bad servers", []string{"--servers", "1=h:1:2"}, nil, "want id=host:client:peer:election:admin"},
 		{"negative duration", []string{"--config", file, "--tick", "-1s"}, nil, "negative"},
 		{"unknown server id", []string{"--config", file, "--id", "9"}, nil, "id: 9 is not one of the servers"},

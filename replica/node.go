@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -176,7 +177,11 @@ func (n *Node) open(lns Listeners) error {
 		if *l != nil {
 			return nil
 		}
-		ln, err := net.Listen("tcp", self.addr(port))
+		addr := self.addr(port)
+		if cfg.ListenHost != "" {
+			addr = net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port))
+		}
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("%s port: %w", what, err)
 		}

@@ -108,14 +108,7 @@ func within(sum *analysis.Summary, tol float64, windows ...string) []string {
 // every run.
 func runNearModel(t *testing.T, s *experiments.Spec, check func(*analysis.Summary), windows ...string) *analysis.Summary {
 	t.Helper()
-	tol := 3.0
-	if s.Backend == "docker" {
-		// Docker's user-defined bridge sends every packet between containers through
-		// the host's netfilter (br_netfilter): measured here, a leader's own 1 kB write
-		// takes 1.2 ms instead of 0.5 ms (0.7 ms with bridge-nf-call-iptables=0), and
-		// runs sit 2-4.5 ms above the model where local and netns sit at about 1.
-		tol = 5
-	}
+	const tol = 3.0
 	var bad []string
 	for attempt := 1; attempt <= 3; attempt++ {
 		sum := runSpec(t, s)
