@@ -90,8 +90,8 @@ type dockerCluster struct {
 	name  string // polebench-<label>: containers and volumes are <name>-p<ID>
 	net   *netnsNet
 	links string
-	plan    netem.Plan
-	addrs   map[int]netip.Addr
+	plan  netem.Plan
+	addrs map[int]netip.Addr
 
 	mu      sync.Mutex
 	servers []*dockerServer // index id-1
