@@ -359,7 +359,13 @@ func (n *netnsNet) plug(sw *netlink.Handle, br netlink.Link, id int, ns netns.Ns
 			return fmt.Errorf("remove stale veth %s: %w", port, err)
 		}
 	}
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: netnsDev, PeerNamespace: netlink.NsFd(ns)}
+	addr := netnsOctet(n.prefix, netnsFirstOctet+id)
+	// The MAC is the address's (as Docker does): a restarted container's new eth0 keeps
+	// it, so neighbours' ARP entries stay right instead of pointing at the dead one's
+	// for the 15-45 s until they go stale.
+	a4 := addr.As4()
+	mac := net.HardwareAddr{0x02, 0x50, a4[0], a4[1], a4[2], a4[3]}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: netnsDev, PeerHardwareAddr: mac, PeerNamespace: netlink.NsFd(ns)}
 	if err := sw.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth %s for %s: %w", port, what, err)
 	}
@@ -371,7 +377,6 @@ func (n *netnsNet) plug(sw *netlink.Handle, br netlink.Link, id int, ns netns.Ns
 		return fmt.Errorf("netlink in %s: %w", what, err)
 	}
 	defer h.Close()
-	addr := netnsOctet(n.prefix, netnsFirstOctet+id)
 	if err := netnsAddr(h, netnsDev, netip.PrefixFrom(addr, 24)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

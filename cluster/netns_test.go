@@ -509,12 +509,12 @@ func TestNetnsNames(t *testing.T) {
 			t.Errorf("netnsName(%q, %d) = %q, want %q", label, id, netnsName(label, id), tc.name)
 		}
 	}
-	for _, label := range []string{"", "-x", "a b", "a/b", strings.Repeat("x", 41)} {
+	for _, label := range []string{"", "-x", "a b", "a/b", strings.Repeat("x", 64)} {
 		if netnsCheckLabel(label) == nil {
 			t.Errorf("label %q accepted", label)
 		}
 	}
-	long := strings.Repeat("x", 40)
+	long := strings.Repeat("x", 63)
 	if err := netnsCheckLabel(long); err != nil {
 		t.Error(err)
 	}
