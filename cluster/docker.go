@@ -734,14 +734,6 @@ func dockerName(label string) string {
 	}, label)
 }
 
-// dockerHostAddr is host number n of an IPv4 subnet.
-func dockerHostAddr(p netip.Prefix, n int) netip.Addr {
-	a := p.Masked().Addr().As4()
-	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
-	v += uint32(n)
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-}
-
 // dockerTar packs files (name → content) into a tar for CopyToContainer.
 func dockerTar(files map[string][]byte) ([]byte, error) {
 	var buf bytes.Buffer

@@ -151,3 +151,11 @@ func TestDockerComposeConfig(t *testing.T) {
 		t.Fatalf("docker-compose config: %v\n%s", err, out)
 	}
 }
+
+// dockerHostAddr is host number n of an IPv4 subnet.
+func dockerHostAddr(p netip.Prefix, n int) netip.Addr {
+	a := p.Masked().Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v += uint32(n)
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}

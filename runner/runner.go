@@ -307,14 +307,7 @@ func (r *repetition) run(ctx context.Context) (*analysis.Summary, error) {
 	}
 
 	ev := r.analysisEvents()
-	model, modelLeader := r.model(ev.NewLeader)
-	newLeaderModel := ""
-	if modelLeader != 0 {
-		newLeaderModel = fmt.Sprintf("model elects p%d with %s", modelLeader, spec.Oracle.Name)
-	}
-	if spec.Oracle.Name == "history" {
-		newLeaderModel = joinNote(newLeaderModel, outOfSync(ev.ElectionZxids, modelLeader))
-	}
+	model, newLeaderModel := r.model(ev)
 	in := analysis.Input{Records: wres.Records, Events: ev, Model: model, OfferedRate: spec.Rates.Total}
 	if ver != nil {
 		in.LostAcknowledgedWrites = ver.LostAcknowledgedWrites
@@ -511,13 +504,13 @@ func (r *repetition) analysisEvents() analysis.Events {
 
 // model is the analytic prediction for this run: before the crash with the initial
 // leader, after it with the leader actually elected (so measured and predicted
-// compare like with like), and the server the model elects with the spec's oracle.
-// Keys are DC names and analysis.All.
-func (r *repetition) model(newLeader int) (map[string]map[string]float64, int) {
+// compare like with like), and a note on whom the model elects. Keys are DC names
+// and analysis.All.
+func (r *repetition) model(ev analysis.Events) (map[string]map[string]float64, string) {
 	pred, err := r.o.Spec.Model()
 	if err != nil {
 		r.log.Warn("no model prediction", "err", err)
-		return nil, 0
+		return nil, ""
 	}
 	// A DC without load has no measurement to sit beside.
 	rates := r.o.Spec.RatesByDC()
@@ -527,14 +520,21 @@ func (r *repetition) model(newLeader int) (map[string]map[string]float64, int) {
 			m["before"][dc] = v
 		}
 	}
-	leader := 0
+	note := ""
 	for _, e := range pred.Elections {
-		if e.Oracle == r.o.Spec.Oracle.Name {
-			leader = e.Leader
+		if e.Oracle != r.o.Spec.Oracle.Name {
+			continue
+		}
+		note = fmt.Sprintf("model elects p%d with %s", e.Leader, e.Oracle)
+		// The model takes the servers as in sync; elect again with the zxids they proposed.
+		if e.Oracle == topology.History && len(ev.ElectionZxids) > 0 {
+			if got, err := pred.After.Elect(topology.Oracle{Name: topology.History}, 0, ev.ElectionZxids); err == nil && got.Leader != e.Leader {
+				note += "; " + aheadNote(ev.ElectionZxids, got.Leader)
+			}
 		}
 	}
-	if newLeader != 0 && r.o.Spec.CrashAt > 0 {
-		if c, ok := pred.After.Candidate(newLeader); ok {
+	if ev.NewLeader != 0 && r.o.Spec.CrashAt > 0 {
+		if c, ok := pred.After.Candidate(ev.NewLeader); ok {
 			m["after"] = map[string]float64{analysis.All: c.Mean}
 			for dc, v := range c.LatencyByDC {
 				if rates[dc] > 0 {
@@ -543,42 +543,19 @@ func (r *repetition) model(newLeader int) (map[string]map[string]float64, int) {
 			}
 		}
 	}
-	return m, leader
+	return m, note
 }
 
-// HistoryWinner is whom the history oracle elects given the zxids the servers proposed
-// (the highest, ties by highest id); 0 without any.
-func HistoryWinner(zxids map[int]uint64) int {
-	best := 0
-	for id, z := range zxids {
-		if best == 0 || z > zxids[best] || z == zxids[best] && id > best {
-			best = id
-		}
-	}
-	return best
-}
-
-// outOfSync explains a history winner other than the model's: the model takes the
-// servers as in sync, but proposals in flight when the leader died reach some
-// followers and not others (as with ZooKeeper), and the one ahead must win.
-func outOfSync(zxids map[int]uint64, model int) string {
-	w := HistoryWinner(zxids)
-	if w == 0 || w == model {
-		return ""
-	}
+// aheadNote explains a history winner other than the model's: proposals in flight
+// when the leader died reach some followers and not others (as with ZooKeeper), and
+// the one ahead must win.
+func aheadNote(zxids map[int]uint64, winner int) string {
 	ids := slices.Sorted(maps.Keys(zxids))
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = fmt.Sprintf("p%d %#x", id, zxids[id])
 	}
-	return fmt.Sprintf("p%d was ahead at the crash (%s), so history picks it", w, strings.Join(parts, ", "))
-}
-
-func joinNote(a, b string) string {
-	if a == "" || b == "" {
-		return a + b
-	}
-	return a + "; " + b
+	return fmt.Sprintf("p%d was ahead at the crash (%s), so history picks it", winner, strings.Join(parts, ", "))
 }
 
 // measuredRTTs is what each live server's heartbeat monitor measured, beside the plan.

@@ -16,6 +16,7 @@ import (
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/topology"
 )
 
 // These tests run the paper's experiments end to end on the local backend, shortened
@@ -128,10 +129,11 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 		want   int
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
-			runNearModel(t, spec(t, "two-dc", "oracle="+c.oracle), func(sum *analysis.Summary) {
+			s := spec(t, "two-dc", "oracle="+c.oracle)
+			runNearModel(t, s, func(sum *analysis.Summary) {
 				want := c.want
 				if c.oracle == "history" {
-					want = historyWinner(t, sum, c.want)
+					want = historyWinner(t, s, sum, c.want)
 				}
 				if sum.InitialLeader != 5 || sum.NewLeader != want {
 					t.Fatalf("leaders p%d then p%d, want p5 then p%d", sum.InitialLeader, sum.NewLeader, want)
@@ -160,10 +162,11 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 		want   int
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
-			sum := runSpec(t, spec(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:4s:14s", "preload-mb=20", "window-kb=256"))
+			s := spec(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:4s:14s", "preload-mb=20", "window-kb=256")
+			sum := runSpec(t, s)
 			want := c.want
 			if c.oracle == "history" {
-				want = historyWinner(t, sum, c.want)
+				want = historyWinner(t, s, sum, c.want)
 			}
 			if sum.NewLeader != want {
 				t.Fatalf("%s elected p%d, want p%d", c.oracle, sum.NewLeader, want)
@@ -194,8 +197,9 @@ func TestBackends(t *testing.T) {
 				t.Skip("needs root")
 			}
 			var label string
-			runNearModel(t, spec(t, "two-dc", "backend="+backend), func(sum *analysis.Summary) {
-				if want := historyWinner(t, sum, 4); sum.NewLeader != want {
+			s := spec(t, "two-dc", "backend="+backend)
+			runNearModel(t, s, func(sum *analysis.Summary) {
+				if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 					t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
 				}
 				label = lastLabel(t)
@@ -217,7 +221,7 @@ func TestDockerOutdatedServer(t *testing.T) {
 	}
 	s := spec(t, "two-dc-recovery", "backend=docker", "oracle=history", "outdate=1:6s:13s", "preload-mb=5")
 	sum := runSpec(t, s)
-	if want := historyWinner(t, sum, 4); sum.NewLeader != want {
+	if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 		t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
 	}
 	// The node's STARTED may precede the harness's RESTART note (written once Restart
@@ -273,20 +277,37 @@ func lastEvents(t *testing.T) []eventRecord {
 	return out
 }
 
-// historyWinner is whom the history oracle must elect, given the zxids the servers
-// proposed after the crash. With the servers in sync that is the model's winner; a
-// proposal in flight when the leader died can leave one follower ahead of the others
-// (as with ZooKeeper), and then it must win.
-func historyWinner(t *testing.T, sum *analysis.Summary, model int) int {
+// historyWinner is whom the history oracle must elect, by the model's rule (highest
+// zxid, ties by highest id), given the zxids the servers proposed after the crash.
+// With the servers in sync that is the model's winner; a proposal in flight when the
+// leader died can leave one follower ahead of the others (as with ZooKeeper), and
+// then it must win.
+func historyWinner(t *testing.T, s *experiments.Spec, sum *analysis.Summary, paper int) int {
 	t.Helper()
+	pred, err := s.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model int
+	for _, e := range pred.Elections {
+		if e.Oracle == topology.History {
+			model = e.Leader
+		}
+	}
+	if model != paper {
+		t.Fatalf("the model elects p%d with history, the paper p%d", model, paper)
+	}
 	if _, ok := sum.ElectionZxids[model]; !ok {
 		t.Fatalf("no zxid proposed by p%d after the crash: %v", model, sum.ElectionZxids)
 	}
-	w := HistoryWinner(sum.ElectionZxids)
-	if w != model {
-		t.Logf("servers out of sync at the crash (%v): history must elect p%d, not the model's p%d", sum.ElectionZxids, w, model)
+	e, err := pred.After.Elect(topology.Oracle{Name: topology.History}, 0, sum.ElectionZxids)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return w
+	if e.Leader != model {
+		t.Logf("servers out of sync at the crash (%v): history must elect p%d, not the model's p%d", sum.ElectionZxids, e.Leader, model)
+	}
+	return e.Leader
 }
 
 func readJSON(t *testing.T, path string, v any) {
