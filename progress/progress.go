@@ -1,0 +1,104 @@
+// Package progress shows long work as one live status line on a terminal and as plain,
+// rate-limited lines when the output is a file or a pipe (no carriage returns or escape
+// codes in a log).
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// PlainEvery is how often a piped Line writes an update; Note lines are never held back.
+const PlainEvery = 10 * time.Second
+
+// Line is a status line. The zero value is not usable; use New. Safe for concurrent use.
+type Line struct {
+	w    io.Writer
+	live bool
+	now  func() time.Time
+
+	mu       sync.Mutex
+	shown    bool // a live line is on screen
+	lastSent time.Time
+}
+
+// New returns a Line writing to w: live when w is a terminal, plain otherwise.
+// A nil w gives a Line that writes nothing.
+func New(w io.Writer) *Line {
+	return &Line{w: w, live: IsTerminal(w), now: time.Now}
+}
+
+// NewPlain returns a Line that writes plain lines whatever w is (tests, CI logs).
+func NewPlain(w io.Writer) *Line { return &Line{w: w, now: time.Now} }
+
+// IsTerminal says whether w is a character device such as a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Live says whether the line redraws in place.
+func (l *Line) Live() bool { return l.live }
+
+// Update replaces the status: redrawn in place on a terminal, at most one plain line
+// per PlainEvery otherwise.
+func (l *Line) Update(format string, a ...any) {
+	if l == nil || l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msg := fmt.Sprintf(format, a...)
+	if l.live {
+		fmt.Fprintf(l.w, "\r\033[K%s", msg)
+		l.shown = true
+		return
+	}
+	if now := l.now(); l.lastSent.IsZero() || now.Sub(l.lastSent) >= PlainEvery {
+		fmt.Fprintln(l.w, msg)
+		l.lastSent = now
+	}
+}
+
+// Note writes a line that stays (a phase change, a finished step), above the live line.
+func (l *Line) Note(format string, a ...any) {
+	if l == nil || l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.live && l.shown {
+		fmt.Fprint(l.w, "\r\033[K")
+		l.shown = false
+	}
+	fmt.Fprintf(l.w, format+"\n", a...)
+	l.lastSent = l.now()
+}
+
+// Done ends the live line, leaving its last text on screen.
+func (l *Line) Done() {
+	if l == nil || l.w == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.live && l.shown {
+		fmt.Fprintln(l.w)
+		l.shown = false
+	}
+}
+
+// ETA estimates the time left from the fraction done so far; 0 when nothing is done.
+func ETA(done, total float64, elapsed time.Duration) time.Duration {
+	if done <= 0 || total <= done {
+		return 0
+	}
+	return time.Duration(float64(elapsed) * (total - done) / done).Round(time.Second)
+}
