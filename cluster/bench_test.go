@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkEnsembleWrites(b *testing.B) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			c, err := NewLocal(ctx, Options{Topology: topo, Oracle: topology.Oracle{Name: topology.History}, InitialLeader: n})
+			c, err := NewLocal(ctx, Options{Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: n})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -45,7 +46,7 @@ const (
 // Options describe the cluster to start.
 type Options struct {
 	Topology *topology.Topology
-	Oracle   topology.Oracle
+	Oracle   score.Oracle
 	// InitialLeader, if set, is elected in the cluster's first election whatever the
 	// oracle (the paper's runs all start with p5 leading).
 	InitialLeader int

@@ -16,7 +16,7 @@ import (
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 var updateCompose = flag.Bool("update-compose", false, "rewrite deploy/compose/*.json")
@@ -36,7 +36,7 @@ func composeFiles(t *testing.T) map[string][]byte {
 	}
 	files := map[string][]byte{}
 	for id := 1; id <= topo.N(); id++ {
-		cfg := replica.Config{ID: id, Servers: peers, DataDir: image.DataDir, Oracle: topology.Oracle{Name: topology.History}, InitialLeader: 5, Fsync: true}
+		cfg := replica.Config{ID: id, Servers: peers, DataDir: image.DataDir, Oracle: score.Oracle{Name: score.History}, InitialLeader: 5, Fsync: true}
 		b, err := json.MarshalIndent(cfg, "", "  ")
 		if err != nil {
 			t.Fatal(err)

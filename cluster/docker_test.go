@@ -24,6 +24,7 @@ import (
 
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -210,7 +211,7 @@ func TestDockerCluster(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(dockerTestWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	start := time.Now()
 	c, err := NewDockerWith(t.Context(), Options{
-		Topology: topo, Oracle: topology.Oracle{Name: topology.History}, InitialLeader: 5,
+		Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: 5,
 		Plan: netem.NewPlan(topo, netem.Options{Seed: 1}), Label: label, Logger: log,
 	}, DockerConfig{Image: tag})
 	if err != nil {

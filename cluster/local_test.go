@@ -13,6 +13,7 @@ import (
 
 	"github.com/polebench/polebench/experiments"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -52,7 +53,7 @@ func TestLocalClusterFailover(t *testing.T) {
 	defer cancel()
 	topo := twoDC(t)
 	c, err := NewLocal(ctx, Options{
-		Topology: topo, Oracle: topology.Oracle{Name: topology.History}, InitialLeader: 5,
+		Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: 5,
 		Plan: netem.NewPlan(topo, netem.Options{}),
 	})
 	if err != nil {
@@ -159,7 +160,7 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := NewLocal(ctx, Options{
-		Topology: topo, Oracle: topology.Oracle{Name: topology.History, Heartbeat: 100 * time.Millisecond},
+		Topology: topo, Oracle: score.Oracle{Name: score.History, Heartbeat: 100 * time.Millisecond},
 		InitialLeader: 3, Plan: netem.NewPlan(topo, netem.Options{}),
 	})
 	if err != nil {

@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 // zkCluster is a 5-server poled ensemble (no emulated delay) and a client per server.
@@ -21,7 +20,7 @@ func zkCluster(t *testing.T) (*Local, map[int]*zk.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := NewLocal(ctx, Options{Topology: twoDC(t), Oracle: topology.Oracle{Name: topology.History}, InitialLeader: 5})
+	c, err := NewLocal(ctx, Options{Topology: twoDC(t), Oracle: score.Oracle{Name: score.History}, InitialLeader: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

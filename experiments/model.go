@@ -1,20 +1,23 @@
 package experiments
 
-import "github.com/polebench/polebench/topology"
+import (
+	"github.com/polebench/polebench/model"
+	"github.com/polebench/polebench/score"
+)
 
 // Model runs the analytic model on the spec's scenario: the initial leader leads with
 // every server live, then crashes; the rest elect with every single-score oracle and
 // with the spec's own oracle when it needs configuration (preference, combined).
-func (s *Spec) Model() (*topology.Prediction, error) {
+func (s *Spec) Model() (*model.Prediction, error) {
 	t, err := s.Topology()
 	if err != nil {
 		return nil, err
 	}
-	oracles := topology.SingleScoreOracles()
-	if s.Oracle.Name == topology.Preference || s.Oracle.Name == topology.Combined {
+	oracles := model.SingleScoreOracles()
+	if s.Oracle.Name == score.Preference || s.Oracle.Name == score.Combined {
 		oracles = append(oracles, s.Oracle)
 	}
-	return topology.Predict(t, topology.Scenario{InitialLeader: s.InitialLeader, Zxids: s.modelZxids(), Oracles: oracles})
+	return model.Predict(t, model.Scenario{InitialLeader: s.InitialLeader, Zxids: s.modelZxids(), Oracles: oracles})
 }
 
 // modelZxids is the spec's zxids or, when it gives none, what the outdate list implies:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 // Override is one `name=value` change a command line (or, later, a sweep) may make to
@@ -57,14 +57,14 @@ var overrides = []Override{
 			s.Rates.Total = f
 			return err
 		}},
-	{"oracle", "oracle: " + strings.Join(topology.OracleNames(), ", ") + " (preference and combined use the spec's lists)", "oracle.name",
+	{"oracle", "oracle: " + strings.Join(score.OracleNames(), ", ") + " (preference and combined use the spec's lists)", "oracle.name",
 		func(s *Spec, v string) error {
 			o := s.Oracle
 			o.Name = v
-			if v != topology.Preference {
+			if v != score.Preference {
 				o.Preference = nil
 			}
-			if v != topology.Combined {
+			if v != score.Combined {
 				o.Combined = nil
 			}
 			s.Oracle = o

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 func TestOverrides(t *testing.T) {
@@ -27,12 +27,12 @@ func TestOverrides(t *testing.T) {
 	if r["D3"] != 800 || r["D1"] != 600 || r["D2"] != 600 {
 		t.Errorf("rates %v, want D3 = 0.4 * 2000 and the rest split", r)
 	}
-	if s.Oracle.Name != topology.Latency || s.InitialLeader != 4 || s.CrashAt != 150*time.Second ||
+	if s.Oracle.Name != score.Latency || s.InitialLeader != 4 || s.CrashAt != 150*time.Second ||
 		s.Duration != 200*time.Second || s.IntraDCRTTMs != 0 {
 		t.Errorf("spec after overrides: %+v", s)
 	}
 	// The original is untouched.
-	if base.Rates.Skew.P != nil || base.Oracle.Name != topology.History || base.InitialLeader != 5 {
+	if base.Rates.Skew.P != nil || base.Oracle.Name != score.History || base.InitialLeader != 5 {
 		t.Errorf("With changed its receiver: %+v", base)
 	}
 

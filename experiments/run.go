@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -315,7 +316,7 @@ func (s *Spec) Warnings() []string {
 			}
 		}
 	}
-	n, q := s.N(), topology.Quorum(s.N())
+	n, q := s.N(), score.Quorum(s.N())
 	live := n
 	for _, e := range s.schedule() {
 		if e.Kill != 0 {

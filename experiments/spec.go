@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -24,8 +25,8 @@ type Spec struct {
 	RTT               []RTT   // explicit inter-DC RTTs; override the endpoints' Table 2 entry
 	IntraDCRTTMs      float64 // default topology.DefaultIntraRTT
 	Rates             Rates
-	Oracle            topology.Oracle // default history
-	Zxids             map[int]uint64  // last zxid per server for the model's history oracle; missing = equal
+	Oracle            score.Oracle   // default history
+	Zxids             map[int]uint64 // last zxid per server for the model's history oracle; missing = equal
 	InitialLeader     int
 	CrashAt           time.Duration // when the initial leader is killed; 0: never (crash_at: none)
 	Duration          time.Duration // length of the run
@@ -129,7 +130,7 @@ func Parse(name string, data []byte) (*Spec, error) {
 	s := &Spec{
 		File:         name,
 		IntraDCRTTMs: topology.DefaultIntraRTT,
-		Oracle:       topology.Oracle{Name: topology.History},
+		Oracle:       score.Oracle{Name: score.History},
 	}
 	s.setRunDefaults()
 	d := &decoder{file: name, pos: map[string]string{}}
@@ -246,7 +247,7 @@ func decodeRates(d *decoder, s *Spec) field {
 
 func decodeOracle(d *decoder, s *Spec) field {
 	return func(n *yaml.Node, path string) error {
-		o := topology.Oracle{}
+		o := score.Oracle{}
 		defer func() { s.Oracle = o }()
 		if resolve(n).Kind == yaml.ScalarNode {
 			return d.str(&o.Name)(n, path)
@@ -256,7 +257,7 @@ func decodeOracle(d *decoder, s *Spec) field {
 			"preference": d.ints(&o.Preference),
 			"combined": func(n *yaml.Node, path string) error {
 				return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
-					var c topology.Criterion
+					var c score.Criterion
 					err := d.mapping(e, p, map[string]field{
 						"score": d.str(&c.Score),
 						"class": d.float(&c.Class),

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/model"
+	"github.com/polebench/polebench/score"
 )
 
 // TestBadSpecs loads every testdata/bad/X.yaml and expects exactly the error in X.want:
@@ -66,7 +67,7 @@ func TestFullExample(t *testing.T) {
 	if len(s.DataCenters) != 3 || s.DataCenters[2].Endpoint != "" || len(s.DataCenters[0].Servers) != 2 {
 		t.Errorf("datacenters: %+v", s.DataCenters)
 	}
-	if s.Oracle.Name != topology.Combined || len(s.Oracle.Combined) != 2 || s.Oracle.Combined[0].Class != 10 || s.Oracle.Heartbeat != time.Second {
+	if s.Oracle.Name != score.Combined || len(s.Oracle.Combined) != 2 || s.Oracle.Combined[0].Class != 10 || s.Oracle.Heartbeat != time.Second {
 		t.Errorf("oracle: %+v", s.Oracle)
 	}
 	if s.Zxids[4] != 0x100000005 {
@@ -166,7 +167,7 @@ func TestShipped(t *testing.T) {
 		if strings.HasSuffix(name, "-recovery") {
 			continue
 		}
-		if s.Duration != 120*time.Second || s.Oracle.Name != topology.History || s.Outdate != nil || s.PreloadMB != 0 {
+		if s.Duration != 120*time.Second || s.Oracle.Name != score.History || s.Outdate != nil || s.PreloadMB != 0 {
 			t.Errorf("%s: %+v", name, s)
 		}
 		if e, ok := endpoints[name]; ok {
@@ -199,9 +200,9 @@ func TestRecoverySpecs(t *testing.T) {
 		sched   []Fault
 		history []int // the servers history ties: outdated ones are behind
 	}{
-		{"two-dc-recovery", topology.Rotating, 1, []Fault{{At: sec(10), Kill: 1}, {At: sec(58), Restart: 1}, {At: sec(60), Kill: 5}},
+		{"two-dc-recovery", score.Rotating, 1, []Fault{{At: sec(10), Kill: 1}, {At: sec(58), Restart: 1}, {At: sec(60), Kill: 5}},
 			[]int{2, 3, 4}},
-		{"three-dc-recovery", topology.History, 4, []Fault{
+		{"three-dc-recovery", score.History, 4, []Fault{
 			{At: sec(10), Kill: 2}, {At: sec(10), Kill: 3}, {At: sec(58), Restart: 2}, {At: sec(58), Restart: 3}, {At: sec(60), Kill: 5}},
 			[]int{1, 4}},
 	}
@@ -220,11 +221,11 @@ func TestRecoverySpecs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(p.Elections, func(e topology.Election) bool { return e.Oracle == tc.oracle })
+		i := slices.IndexFunc(p.Elections, func(e model.Election) bool { return e.Oracle == tc.oracle })
 		if i < 0 || p.Elections[i].Leader != tc.elected {
 			t.Errorf("%s: elections %+v, want %s to elect p%d", tc.name, p.Elections, tc.oracle, tc.elected)
 		}
-		i = slices.IndexFunc(p.Elections, func(e topology.Election) bool { return e.Oracle == topology.History })
+		i = slices.IndexFunc(p.Elections, func(e model.Election) bool { return e.Oracle == score.History })
 		if i < 0 || p.Elections[i].Leader != 4 || !slices.Equal(p.Elections[i].Tied, tc.history) {
 			t.Errorf("%s: history %+v, want p4 among %v", tc.name, p.Elections, tc.history)
 		}

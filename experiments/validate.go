@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -231,9 +232,9 @@ func (s *Spec) checkOracle() error {
 	if err := s.Oracle.Check(s.N()); err != nil {
 		path := "oracle"
 		switch {
-		case len(s.Oracle.Preference) > 0 && s.Oracle.Name == topology.Preference:
+		case len(s.Oracle.Preference) > 0 && s.Oracle.Name == score.Preference:
 			path = "oracle.preference"
-		case len(s.Oracle.Combined) > 0 && s.Oracle.Name == topology.Combined:
+		case len(s.Oracle.Combined) > 0 && s.Oracle.Name == score.Combined:
 			path = "oracle.combined"
 		case s.pos["oracle.name"] != "":
 			path = "oracle.name"

@@ -36,5 +36,5 @@
 // Oracles (Sec. 3.3, 5): History, Rotating, Request, Consensus, Latency, WorstCase,
 // Preference, Combined (priority order with equivalence classes), and Initial, which
 // makes a chosen server win the very first election. The latency-type scores use
-// topology.ThetaC/ThetaW/ThetaL over the RTTs the node's heartbeat monitor measures.
+// score.ThetaC/ThetaW/ThetaL over the RTTs the node's heartbeat monitor measures.
 package pole

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 func TestConfigValidation(t *testing.T) {
@@ -91,7 +91,7 @@ func TestNewElectionScoresWithoutTheLostLeader(t *testing.T) {
 		t.Fatalf("first election's theta_c %v, want 20 ms (3rd of 0,10,20,30,40)", s)
 	}
 	n.NewElection() // p2 is lost
-	want, _ := topology.ThetaC([]float64{20, 30, 40}, 5)
+	want, _ := score.ThetaC([]float64{20, 30, 40}, 5)
 	if s := n.Status().Proposal.Score; s[0] != want {
 		t.Fatalf("theta_c without p2: %v, want %v", s, want)
 	}

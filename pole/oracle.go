@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 // Oracle is a score oracle (Sec. 3): get-score and the order ≺θ over scores.
@@ -179,7 +179,7 @@ func (Consensus) Score(v View) (Score, bool) {
 		return nil, false
 	}
 	rtts, _ := v.rttsAndRates()
-	c, _ := topology.ThetaC(rtts, len(v.Servers))
+	c, _ := score.ThetaC(rtts, len(v.Servers))
 	return Score{c}, true
 }
 
@@ -193,7 +193,7 @@ func (Latency) Score(v View) (Score, bool) {
 		return nil, false
 	}
 	rtts, rates := v.rttsAndRates()
-	l, _ := topology.ThetaL(rtts, rates, v.Rate, len(v.Servers))
+	l, _ := score.ThetaL(rtts, rates, v.Rate, len(v.Servers))
 	return Score{l}, true
 }
 
@@ -207,7 +207,7 @@ func (WorstCase) Score(v View) (Score, bool) {
 		return nil, false
 	}
 	rtts, _ := v.rttsAndRates()
-	w, _ := topology.ThetaW(rtts, len(v.Servers))
+	w, _ := score.ThetaW(rtts, len(v.Servers))
 	return Score{w}, true
 }
 
@@ -291,8 +291,7 @@ type classer interface {
 	class(s Score, w float64) Score
 }
 
-// class maps s to the start of its equivalence class, like the model's topology.class:
-// floor(v/w) with a little slack, so a value computed as exactly 20 stays out of [10, 20).
+// class maps s to the start of its equivalence class (score.Class, the model's rule too).
 func (p Part) class(s Score) Score {
 	if p.Class <= 0 || len(s) == 0 {
 		return s
@@ -301,7 +300,7 @@ func (p Part) class(s Score) Score {
 		return c.class(s, p.Class)
 	}
 	out := s.clone()
-	out[0] = math.Floor(out[0]/p.Class+1e-9) * p.Class
+	out[0] = score.Class(out[0], p.Class)
 	return out
 }
 
@@ -448,22 +447,22 @@ func ParseOracle(s string) (Oracle, error) {
 }
 
 // FromConfig builds the oracle an experiment spec configures. Score names of combined
-// criteria are topology.ScoreNames ("zxid" is the history score).
-func FromConfig(c topology.Oracle) (Oracle, error) {
+// criteria are score.ScoreNames ("zxid" is the history score).
+func FromConfig(c score.Oracle) (Oracle, error) {
 	switch c.Name {
-	case topology.Preference:
+	case score.Preference:
 		if len(c.Preference) == 0 {
 			return nil, fmt.Errorf("pole: oracle preference: empty preference list")
 		}
 		return Preference{Order: slices.Clone(c.Preference)}, nil
-	case topology.Combined:
+	case score.Combined:
 		if len(c.Combined) == 0 {
 			return nil, fmt.Errorf("pole: oracle combined: no criteria")
 		}
 		var out Combined
 		for i, cr := range c.Combined {
 			o, err := simpleOracle(cr.Score)
-			if err != nil || cr.Score == topology.Rotating {
+			if err != nil || cr.Score == score.Rotating {
 				return nil, fmt.Errorf("pole: oracle combined: criterion %d: unknown score %q", i+1, cr.Score)
 			}
 			if !(cr.Class >= 0) || math.IsInf(cr.Class, 0) {

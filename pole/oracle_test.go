@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 // best returns the id whose score wins under o, ties to the highest id (≺p).
@@ -95,9 +95,9 @@ func TestLatencyOraclesUseTopologyFormulas(t *testing.T) {
 		2: {RTT: 9.88, Rate: 250}, 3: {RTT: 53.26, Rate: 0}, 4: {RTT: 77.06, Rate: 650},
 	}}
 	rtts, rates := []float64{9.88, 53.26, 77.06}, []float64{250, 0, 650}
-	c, _ := topology.ThetaC(rtts, 5)
-	w, _ := topology.ThetaW(rtts, 5)
-	l, _ := topology.ThetaL(rtts, rates, 100, 5)
+	c, _ := score.ThetaC(rtts, 5)
+	w, _ := score.ThetaW(rtts, 5)
+	l, _ := score.ThetaL(rtts, rates, 100, 5)
 	for _, tc := range []struct {
 		o    Oracle
 		want float64
@@ -139,7 +139,7 @@ func TestCombinedClasses(t *testing.T) {
 		t.Errorf("gain from the slow to the fast class: %v, want 8.5 ms", g)
 	}
 	// The model's classes agree: FromConfig builds the same order.
-	c, err := FromConfig(topology.Oracle{Name: topology.Combined, Combined: []topology.Criterion{{Score: topology.Latency, Class: 10}, {Score: "zxid"}}})
+	c, err := FromConfig(score.Oracle{Name: score.Combined, Combined: []score.Criterion{{Score: score.Latency, Class: 10}, {Score: "zxid"}}})
 	if err != nil || !c.Less(fast, fat) || !c.Less(slow, fast) {
 		t.Errorf("FromConfig combined: %v", err)
 	}
@@ -223,14 +223,14 @@ func TestParseOracle(t *testing.T) {
 			t.Errorf("ParseOracle(%q): %v, want an error containing %q", in, err, want)
 		}
 	}
-	for _, c := range []topology.Oracle{{Name: "fastest"}, {Name: topology.Preference}, {Name: topology.Combined},
-		{Name: topology.Combined, Combined: []topology.Criterion{{Score: topology.Rotating}}}} {
+	for _, c := range []score.Oracle{{Name: "fastest"}, {Name: score.Preference}, {Name: score.Combined},
+		{Name: score.Combined, Combined: []score.Criterion{{Score: score.Rotating}}}} {
 		if _, err := FromConfig(c); err == nil {
 			t.Errorf("FromConfig(%+v) accepted", c)
 		}
 	}
-	for _, name := range topology.OracleNames() {
-		c := topology.Oracle{Name: name, Preference: []int{1}, Combined: []topology.Criterion{{Score: "zxid"}}}
+	for _, name := range score.OracleNames() {
+		c := score.Oracle{Name: name, Preference: []int{1}, Combined: []score.Criterion{{Score: "zxid"}}}
 		if _, err := FromConfig(c); err != nil {
 			t.Errorf("FromConfig(%s): %v", name, err)
 		}

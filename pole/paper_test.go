@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/model"
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -16,35 +18,35 @@ import (
 // survivors' failure detectors call NewElection, and the oracle picks the new leader
 // from RTTs the monitors measured, never from the topology directly.
 func TestPaperDeployments(t *testing.T) {
-	history := topology.Oracle{Name: topology.History}
+	history := score.Oracle{Name: score.History}
 	cases := []struct {
 		spec, p string
-		oracle  topology.Oracle
+		oracle  score.Oracle
 		zxids   map[int]uint64
 		want    int   // exact delays: ties fall to the highest id
 		jitter  []int // with 2 % jitter, where ties break by fluctuations
 	}{
 		{spec: "two-dc", oracle: history, want: 4, jitter: []int{4}},
-		{spec: "two-dc", oracle: topology.Oracle{Name: topology.Rotating}, want: 1, jitter: []int{1}},
-		{spec: "two-dc", p: "1", oracle: topology.Oracle{Name: topology.Request}, want: 4, jitter: []int{4}},
-		{spec: "two-dc", p: "1", oracle: topology.Oracle{Name: topology.Latency}, want: 4, jitter: []int{3, 4}},
-		{spec: "two-dc", p: "0", oracle: topology.Oracle{Name: topology.Latency}, want: 2, jitter: []int{1, 2}},
+		{spec: "two-dc", oracle: score.Oracle{Name: score.Rotating}, want: 1, jitter: []int{1}},
+		{spec: "two-dc", p: "1", oracle: score.Oracle{Name: score.Request}, want: 4, jitter: []int{4}},
+		{spec: "two-dc", p: "1", oracle: score.Oracle{Name: score.Latency}, want: 4, jitter: []int{3, 4}},
+		{spec: "two-dc", p: "0", oracle: score.Oracle{Name: score.Latency}, want: 2, jitter: []int{1, 2}},
 		{spec: "three-dc-dep1", oracle: history, want: 4, jitter: []int{4}},
-		{spec: "three-dc-dep1", oracle: topology.Oracle{Name: topology.Rotating}, want: 1, jitter: []int{1}},
-		{spec: "three-dc-dep1", oracle: topology.Oracle{Name: topology.WorstCase}, want: 3, jitter: []int{2, 3}},
-		{spec: "three-dc-dep1", oracle: topology.Oracle{Name: topology.Consensus}, want: 4, jitter: []int{2, 3, 4}},
-		{spec: "three-dc-dep1", p: "0", oracle: topology.Oracle{Name: topology.Latency}, want: 4, jitter: []int{2, 3, 4}},
-		{spec: "three-dc-dep1", p: "1", oracle: topology.Oracle{Name: topology.Latency}, want: 1, jitter: []int{1}},
-		{spec: "three-dc-dep1", p: "1", oracle: topology.Oracle{Name: topology.WorstCase}, want: 3, jitter: []int{2, 3}},
-		{spec: "three-dc-dep1", p: "1", oracle: topology.Oracle{Name: topology.Request}, want: 1, jitter: []int{1}},
-		{spec: "three-dc-dep3", p: "1", oracle: topology.Oracle{Name: topology.Consensus}, want: 4, jitter: []int{2, 3, 4}},
-		{spec: "three-dc-dep3", p: "1", oracle: topology.Oracle{Name: topology.Latency}, want: 3, jitter: []int{2, 3}},
+		{spec: "three-dc-dep1", oracle: score.Oracle{Name: score.Rotating}, want: 1, jitter: []int{1}},
+		{spec: "three-dc-dep1", oracle: score.Oracle{Name: score.WorstCase}, want: 3, jitter: []int{2, 3}},
+		{spec: "three-dc-dep1", oracle: score.Oracle{Name: score.Consensus}, want: 4, jitter: []int{2, 3, 4}},
+		{spec: "three-dc-dep1", p: "0", oracle: score.Oracle{Name: score.Latency}, want: 4, jitter: []int{2, 3, 4}},
+		{spec: "three-dc-dep1", p: "1", oracle: score.Oracle{Name: score.Latency}, want: 1, jitter: []int{1}},
+		{spec: "three-dc-dep1", p: "1", oracle: score.Oracle{Name: score.WorstCase}, want: 3, jitter: []int{2, 3}},
+		{spec: "three-dc-dep1", p: "1", oracle: score.Oracle{Name: score.Request}, want: 1, jitter: []int{1}},
+		{spec: "three-dc-dep3", p: "1", oracle: score.Oracle{Name: score.Consensus}, want: 4, jitter: []int{2, 3, 4}},
+		{spec: "three-dc-dep3", p: "1", oracle: score.Oracle{Name: score.Latency}, want: 3, jitter: []int{2, 3}},
 		// The fattest among the fastest: p2, p3, p4 share latency's 10 ms class at p = 0,
 		// and p2 has the longest history.
-		{spec: "three-dc-dep1", p: "0", oracle: topology.Oracle{Name: topology.Combined,
-			Combined: []topology.Criterion{{Score: topology.Latency, Class: 10}, {Score: "zxid"}}},
+		{spec: "three-dc-dep1", p: "0", oracle: score.Oracle{Name: score.Combined,
+			Combined: []score.Criterion{{Score: score.Latency, Class: 10}, {Score: "zxid"}}},
 			zxids: map[int]uint64{1: 0x100000009, 2: 0x100000007, 3: 0x100000005, 4: 0x100000003, 5: 0x100000001}, want: 2, jitter: []int{2}},
-		{spec: "three-dc-dep1", oracle: topology.Oracle{Name: topology.Preference, Preference: []int{5, 3, 1}}, want: 3, jitter: []int{3}},
+		{spec: "three-dc-dep1", oracle: score.Oracle{Name: score.Preference, Preference: []int{5, 3, 1}}, want: 3, jitter: []int{3}},
 	}
 	for _, c := range cases {
 		name := fmt.Sprintf("%s/p=%s/%s", c.spec, c.p, c.oracle.Name)
@@ -55,7 +57,7 @@ func TestPaperDeployments(t *testing.T) {
 				t.Fatal(err)
 			}
 			live := []int{1, 2, 3, 4}
-			an, err := topology.Analyze(tp, live)
+			an, err := model.Analyze(tp, live)
 			if err != nil {
 				t.Fatal(err)
 			}

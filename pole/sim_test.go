@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -204,7 +205,7 @@ func (s *sim) detect(id int) {
 				followers++
 			}
 		}
-		ok = followers >= topology.Quorum(len(s.ids))
+		ok = followers >= score.Quorum(len(s.ids))
 		if !ok && s.bad[id] == 0 {
 			s.badLimit[id] = s.fdTicks + s.rng.Intn(s.fdTicks)
 		}

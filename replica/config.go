@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 // Peer is where one server of the ensemble listens.
@@ -54,10 +54,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // Config is one poled's configuration: the file `poled --config` reads, and what
 // every cluster backend writes for its servers.
 type Config struct {
-	ID      int             `json:"id"`
-	Servers []Peer          `json:"servers"` // every server, this one included
-	DataDir string          `json:"data_dir"`
-	Oracle  topology.Oracle `json:"oracle"`
+	ID      int          `json:"id"`
+	Servers []Peer       `json:"servers"` // every server, this one included
+	DataDir string       `json:"data_dir"`
+	Oracle  score.Oracle `json:"oracle"`
 	// InitialLeader, if set, wins the first election of a fresh ensemble whatever the oracle.
 	InitialLeader int  `json:"initial_leader,omitempty"`
 	Fsync         bool `json:"fsync"`
@@ -101,7 +101,7 @@ func (c *Config) Defaults() {
 		c.SnapWindow = 500
 	}
 	if c.Oracle.Name == "" {
-		c.Oracle.Name = topology.History
+		c.Oracle.Name = score.History
 	}
 }
 

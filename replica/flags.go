@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 // ParseFlags builds poled's configuration from its command line: the --config file
@@ -34,7 +34,7 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	})
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the transaction log and snapshots")
 	fs.Func("oracle", "election oracle: history, rotating, request, consensus, latency, worst-case", func(s string) error {
-		c.Oracle = topology.Oracle{Name: s}
+		c.Oracle = score.Oracle{Name: s}
 		return nil
 	})
 	fs.IntVar(&c.InitialLeader, "initial-leader", c.InitialLeader, "server that wins the first election of a fresh ensemble")

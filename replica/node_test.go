@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 type quiet struct{}
@@ -40,7 +39,7 @@ func ensemble(t *testing.T, n int) ([]Config, []Listeners) {
 	var cfgs []Config
 	for id := 1; id <= n; id++ {
 		cfgs = append(cfgs, Config{ID: id, Servers: peers, DataDir: filepath.Join(root, fmt.Sprintf("p%d", id)),
-			Oracle: topology.Oracle{Name: topology.History}, InitialLeader: n})
+			Oracle: score.Oracle{Name: score.History}, InitialLeader: n})
 	}
 	return cfgs, lns
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/polebench/polebench/experiments"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/workload"
 )
@@ -527,8 +528,8 @@ func (r *repetition) model(ev analysis.Events) (map[string]map[string]float64, s
 		}
 		note = fmt.Sprintf("model elects p%d with %s", e.Leader, e.Oracle)
 		// The model takes the servers as in sync; elect again with the zxids they proposed.
-		if e.Oracle == topology.History && len(ev.ElectionZxids) > 0 {
-			if got, err := pred.After.Elect(topology.Oracle{Name: topology.History}, 0, ev.ElectionZxids); err == nil && got.Leader != e.Leader {
+		if e.Oracle == score.History && len(ev.ElectionZxids) > 0 {
+			if got, err := pred.After.Elect(score.Oracle{Name: score.History}, 0, ev.ElectionZxids); err == nil && got.Leader != e.Leader {
 				note += "; " + aheadNote(ev.ElectionZxids, got.Leader)
 			}
 		}

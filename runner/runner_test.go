@@ -16,7 +16,7 @@ import (
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/experiments"
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/score"
 )
 
 // These tests run the paper's experiments end to end on the local backend, shortened
@@ -290,7 +290,7 @@ func historyWinner(t *testing.T, s *experiments.Spec, sum *analysis.Summary, pap
 	}
 	var model int
 	for _, e := range pred.Elections {
-		if e.Oracle == topology.History {
+		if e.Oracle == score.History {
 			model = e.Leader
 		}
 	}
@@ -300,7 +300,7 @@ func historyWinner(t *testing.T, s *experiments.Spec, sum *analysis.Summary, pap
 	if _, ok := sum.ElectionZxids[model]; !ok {
 		t.Fatalf("no zxid proposed by p%d after the crash: %v", model, sum.ElectionZxids)
 	}
-	e, err := pred.After.Elect(topology.Oracle{Name: topology.History}, 0, sum.ElectionZxids)
+	e, err := pred.After.Elect(score.Oracle{Name: score.History}, 0, sum.ElectionZxids)
 	if err != nil {
 		t.Fatal(err)
 	}

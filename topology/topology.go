@@ -1,7 +1,7 @@
 // Package topology describes where the replicas run: data centers, servers (ids 1..N,
 // shown p1..pN), the RTT between every pair of servers and the request rate arriving
-// at each data center. It also holds the paper's score formulas and the analytic model
-// built on them.
+// at each data center. The score formulas are in package score, the analytic model in
+// package model.
 package topology
 
 import (

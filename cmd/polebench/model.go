@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/model"
+	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -69,7 +71,7 @@ type jsonModel struct {
 // round3 keeps JSON readable: a microsecond is far below what the model can claim.
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
-func toJSON(c topology.Candidate) jsonServer {
+func toJSON(c model.Candidate) jsonServer {
 	by := map[string]float64{}
 	for k, v := range c.LatencyByDC {
 		by[k] = round3(v)
@@ -81,7 +83,7 @@ func toJSON(c topology.Candidate) jsonServer {
 	}
 }
 
-func writeModelJSON(w io.Writer, p *topology.Prediction) error {
+func writeModelJSON(w io.Writer, p *model.Prediction) error {
 	out := jsonModel{Elected: map[string]int{}, Ties: map[string][]int{}, Before: toJSON(p.Before)}
 	for _, c := range p.After.Candidates {
 		out.Servers = append(out.Servers, toJSON(c))
@@ -97,7 +99,7 @@ func writeModelJSON(w io.Writer, p *topology.Prediction) error {
 	return enc.Encode(out)
 }
 
-func writeModelTable(w io.Writer, s *experiments.Spec, p *topology.Prediction) error {
+func writeModelTable(w io.Writer, s *experiments.Spec, p *model.Prediction) error {
 	t := p.After.Topo
 	var dcs []string
 	var rates []string
@@ -115,11 +117,11 @@ func writeModelTable(w io.Writer, s *experiments.Spec, p *topology.Prediction) e
 	}
 	fmt.Fprintf(w, "%s (%s)\n", s.Name, s.File)
 	fmt.Fprintf(w, "%d servers (quorum %d), intra-DC RTT %.2f ms, lambda_T %.1f req/s, oracle %s\n",
-		t.N(), topology.Quorum(t.N()), t.IntraRTT, t.LambdaT(), s.Oracle.Name)
+		t.N(), score.Quorum(t.N()), t.IntraRTT, t.LambdaT(), s.Oracle.Name)
 	fmt.Fprintln(w, strings.Join(rates, "\n"))
 
 	fmt.Fprintf(w, "\nBefore the crash: %s leads, all servers live (ms)\n", topology.Name(p.Before.ID))
-	if err := candidateTable(w, dcs, []topology.Candidate{p.Before}); err != nil {
+	if err := candidateTable(w, dcs, []model.Candidate{p.Before}); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nAfter %s crashes at %v: each live server as leader (ms; theta_r in req/s)\n", topology.Name(s.InitialLeader), s.CrashAt)
@@ -151,7 +153,7 @@ func writeModelTable(w io.Writer, s *experiments.Spec, p *topology.Prediction) e
 	return err
 }
 
-func candidateTable(w io.Writer, dcs []string, cs []topology.Candidate) error {
+func candidateTable(w io.Writer, dcs []string, cs []model.Candidate) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"server", "DC", "theta_c", "theta_l", "theta_w", "theta_r"}
 	for _, d := range dcs {

@@ -1,4 +1,4 @@
-package topology_test
+package model_test
 
 import (
 	"math"
@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/polebench/polebench/experiments"
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/model"
 )
 
 // predict runs the model on a shipped spec with overrides (e.g. p=0).
-func predict(t *testing.T, spec string, settings ...experiments.Setting) *topology.Prediction {
+func predict(t *testing.T, spec string, settings ...experiments.Setting) *model.Prediction {
 	t.Helper()
 	s, err := experiments.Resolve(spec)
 	if err != nil {
@@ -23,14 +23,14 @@ func predict(t *testing.T, spec string, settings ...experiments.Setting) *topolo
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := topology.Predict(topo, topology.Scenario{InitialLeader: s.InitialLeader, Zxids: s.Zxids})
+	p, err := model.Predict(topo, model.Scenario{InitialLeader: s.InitialLeader, Zxids: s.Zxids})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func elected(t *testing.T, p *topology.Prediction, oracle string) topology.Election {
+func elected(t *testing.T, p *model.Prediction, oracle string) model.Election {
 	t.Helper()
 	for _, e := range p.Elections {
 		if e.Oracle == oracle {
@@ -38,10 +38,10 @@ func elected(t *testing.T, p *topology.Prediction, oracle string) topology.Elect
 		}
 	}
 	t.Fatalf("no election for %s", oracle)
-	return topology.Election{}
+	return model.Election{}
 }
 
-func candidate(t *testing.T, p *topology.Prediction, id int) topology.Candidate {
+func candidate(t *testing.T, p *model.Prediction, id int) model.Candidate {
 	t.Helper()
 	c, ok := p.After.Candidate(id)
 	if !ok {
@@ -61,23 +61,23 @@ func TestPaperFacts(t *testing.T) {
 	p1 := experiments.Setting{Name: "p", Value: "1"}
 	type value struct {
 		what string
-		get  func(*testing.T, *topology.Prediction) float64
+		get  func(*testing.T, *model.Prediction) float64
 		want float64
 	}
-	mean := func(id int) func(*testing.T, *topology.Prediction) float64 {
-		return func(t *testing.T, p *topology.Prediction) float64 { return candidate(t, p, id).Mean }
+	mean := func(id int) func(*testing.T, *model.Prediction) float64 {
+		return func(t *testing.T, p *model.Prediction) float64 { return candidate(t, p, id).Mean }
 	}
-	worst := func(id int) func(*testing.T, *topology.Prediction) float64 {
-		return func(t *testing.T, p *topology.Prediction) float64 { return candidate(t, p, id).Worst }
+	worst := func(id int) func(*testing.T, *model.Prediction) float64 {
+		return func(t *testing.T, p *model.Prediction) float64 { return candidate(t, p, id).Worst }
 	}
-	thetaC := func(id int) func(*testing.T, *topology.Prediction) float64 {
-		return func(t *testing.T, p *topology.Prediction) float64 { return candidate(t, p, id).ThetaC }
+	thetaC := func(id int) func(*testing.T, *model.Prediction) float64 {
+		return func(t *testing.T, p *model.Prediction) float64 { return candidate(t, p, id).ThetaC }
 	}
-	thetaW := func(id int) func(*testing.T, *topology.Prediction) float64 {
-		return func(t *testing.T, p *topology.Prediction) float64 { return candidate(t, p, id).ThetaW }
+	thetaW := func(id int) func(*testing.T, *model.Prediction) float64 {
+		return func(t *testing.T, p *model.Prediction) float64 { return candidate(t, p, id).ThetaW }
 	}
-	dc := func(id int, name string) func(*testing.T, *topology.Prediction) float64 {
-		return func(t *testing.T, p *topology.Prediction) float64 {
+	dc := func(id int, name string) func(*testing.T, *model.Prediction) float64 {
+		return func(t *testing.T, p *model.Prediction) float64 {
 			v, ok := candidate(t, p, id).LatencyByDC[name]
 			if !ok {
 				t.Fatalf("no latency for %s", name)
@@ -100,8 +100,8 @@ func TestPaperFacts(t *testing.T) {
 				// ((20.75 + 0) / 2 = 10.375). With the paper's measured 0.1 ms intra-DC hop,
 				// D2's requests take theta_c(p5) = 0.1 plus 0.1 for the two of three that
 				// are forwarded: (20.85 + 0.1667) / 2 = 10.508, hence 10.5.
-				{"mean p5", func(t *testing.T, p *topology.Prediction) float64 { return p.Before.Mean }, 10.5},
-				{"theta_c p5", func(t *testing.T, p *topology.Prediction) float64 { return p.Before.ThetaC }, 0.1},
+				{"mean p5", func(t *testing.T, p *model.Prediction) float64 { return p.Before.Mean }, 10.5},
+				{"theta_c p5", func(t *testing.T, p *model.Prediction) float64 { return p.Before.ThetaC }, 0.1},
 			},
 		},
 		{

@@ -1,4 +1,7 @@
-package topology
+// Package score holds the paper's score formulas (Sec. 2.2, 3.3), the equivalence-class
+// rule of combined oracles (Sec. 5) and the oracle configuration: what both pole's
+// oracles and the analytic model (package model) compute with.
+package score
 
 import (
 	"math"
@@ -58,4 +61,14 @@ func ThetaL(rtts, rates []float64, selfRate float64, n int) (float64, bool) {
 		return c, true
 	}
 	return c + weighted/total, true
+}
+
+// Class truncates v to the start of its equivalence class of width w (w <= 0: none),
+// for combined oracles (Sec. 5). The small slack keeps a value computed as exactly 20
+// from landing in [10, 20).
+func Class(v, w float64) float64 {
+	if w <= 0 {
+		return v
+	}
+	return math.Floor(v/w+1e-9) * w
 }

@@ -1,9 +1,14 @@
-package topology
+// Package model is the paper's analytic model: per candidate leader its scores and the
+// predicted request latency of every DC, and whom each oracle elects.
+package model
 
 import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/topology"
 )
 
 // The analytic model: given which servers are live, the score of every candidate and
@@ -38,14 +43,14 @@ type Candidate struct {
 
 // Analysis is the model for one set of live servers.
 type Analysis struct {
-	Topo       *Topology
+	Topo       *topology.Topology
 	Live       []int       // sorted
 	Candidates []Candidate // one per live server, by id
 }
 
 // Analyze computes every live server's scores and predicted latencies. |N| for the
 // quorum counts all configured servers; fewer live servers than a quorum is an error.
-func Analyze(t *Topology, live []int) (*Analysis, error) {
+func Analyze(t *topology.Topology, live []int) (*Analysis, error) {
 	ids := append([]int(nil), live...)
 	sort.Ints(ids)
 	for i, id := range ids {
@@ -56,7 +61,7 @@ func Analyze(t *Topology, live []int) (*Analysis, error) {
 			return nil, fmt.Errorf("live server %d is listed twice", id)
 		}
 	}
-	if q := Quorum(t.N()); len(ids) < q {
+	if q := score.Quorum(t.N()); len(ids) < q {
 		return nil, fmt.Errorf("%d live servers cannot form a quorum of %d", len(ids), q)
 	}
 	a := &Analysis{Topo: t, Live: ids}
@@ -70,9 +75,9 @@ func Analyze(t *Topology, live []int) (*Analysis, error) {
 			}
 		}
 		c := Candidate{ID: l, DC: t.DC(l), ThetaR: rates[l]}
-		c.ThetaC, _ = ThetaC(rtts, t.N()) // a quorum is live, so every candidate reaches one
-		c.ThetaW, _ = ThetaW(rtts, t.N())
-		c.ThetaL, _ = ThetaL(rtts, others, rates[l], t.N())
+		c.ThetaC, _ = score.ThetaC(rtts, t.N()) // a quorum is live, so every candidate reaches one
+		c.ThetaW, _ = score.ThetaW(rtts, t.N())
+		c.ThetaL, _ = score.ThetaL(rtts, others, rates[l], t.N())
 		c.Leading = a.lead(l, c.ThetaC, rates)
 		a.Candidates = append(a.Candidates, c)
 	}
@@ -147,7 +152,7 @@ type Election struct {
 // Elect applies an oracle to the live servers. prev is the leader of the previous
 // round (for rotating); zxids gives each server's last zxid (missing ones count as 0,
 // so with none every server ties, as when all are in sync).
-func (a *Analysis) Elect(o Oracle, prev int, zxids map[int]uint64) (Election, error) {
+func (a *Analysis) Elect(o score.Oracle, prev int, zxids map[int]uint64) (Election, error) {
 	if err := o.Check(a.Topo.N()); err != nil {
 		return Election{}, err
 	}
@@ -174,12 +179,12 @@ func (a *Analysis) Elect(o Oracle, prev int, zxids map[int]uint64) (Election, er
 	return e, nil
 }
 
-func (a *Analysis) keyFunc(o Oracle, prev int, zxids map[int]uint64) (func(Candidate) []float64, error) {
+func (a *Analysis) keyFunc(o score.Oracle, prev int, zxids map[int]uint64) (func(Candidate) []float64, error) {
 	n := a.Topo.N()
 	switch o.Name {
-	case History:
+	case score.History:
 		return func(c Candidate) []float64 { return zxidKey(zxids[c.ID], 0) }, nil
-	case Rotating:
+	case score.Rotating:
 		if prev < 1 || prev > n {
 			return nil, fmt.Errorf("rotating: previous leader %d is not in 1..%d", prev, n)
 		}
@@ -192,15 +197,15 @@ func (a *Analysis) keyFunc(o Oracle, prev int, zxids map[int]uint64) (func(Candi
 			}
 			return []float64{float64(d)}
 		}, nil
-	case Request:
+	case score.Request:
 		return func(c Candidate) []float64 { return []float64{-c.ThetaR} }, nil
-	case Consensus:
+	case score.Consensus:
 		return func(c Candidate) []float64 { return []float64{c.ThetaC} }, nil
-	case Latency:
+	case score.Latency:
 		return func(c Candidate) []float64 { return []float64{c.ThetaL} }, nil
-	case WorstCase:
+	case score.WorstCase:
 		return func(c Candidate) []float64 { return []float64{c.ThetaW} }, nil
-	case Preference:
+	case score.Preference:
 		return func(c Candidate) []float64 {
 			for i, id := range o.Preference {
 				if id == c.ID {
@@ -209,36 +214,27 @@ func (a *Analysis) keyFunc(o Oracle, prev int, zxids map[int]uint64) (func(Candi
 			}
 			return []float64{float64(len(o.Preference))} // unlisted: after every listed one
 		}, nil
-	case Combined:
+	case score.Combined:
 		return func(c Candidate) []float64 {
 			var k []float64
 			for _, cr := range o.Combined {
 				switch cr.Score {
 				case "zxid":
 					k = append(k, zxidKey(zxids[c.ID], cr.Class)...)
-				case Request:
-					k = append(k, -class(c.ThetaR, cr.Class))
-				case Consensus:
-					k = append(k, class(c.ThetaC, cr.Class))
-				case Latency:
-					k = append(k, class(c.ThetaL, cr.Class))
-				case WorstCase:
-					k = append(k, class(c.ThetaW, cr.Class))
+				case score.Request:
+					k = append(k, -score.Class(c.ThetaR, cr.Class))
+				case score.Consensus:
+					k = append(k, score.Class(c.ThetaC, cr.Class))
+				case score.Latency:
+					k = append(k, score.Class(c.ThetaL, cr.Class))
+				case score.WorstCase:
+					k = append(k, score.Class(c.ThetaW, cr.Class))
 				}
 			}
 			return k
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown oracle %q", o.Name)
-}
-
-// class truncates v to the start of its equivalence class of width w (w <= 0: none).
-// The small slack keeps a value computed as exactly 20 from landing in [10, 20).
-func class(v, w float64) float64 {
-	if w <= 0 {
-		return v
-	}
-	return math.Floor(v/w+1e-9) * w
 }
 
 // zxidKey orders zxids highest first. The two halves keep the comparison exact: a
@@ -274,7 +270,7 @@ type Scenario struct {
 	InitialLeader int
 	Zxids         map[int]uint64 // for history and combined oracles
 	// Oracles to elect with after the crash; nil means every single-score oracle.
-	Oracles []Oracle
+	Oracles []score.Oracle
 }
 
 // Prediction is the model's answer for a Scenario.
@@ -285,16 +281,16 @@ type Prediction struct {
 }
 
 // SingleScoreOracles are the oracles that need no configuration.
-func SingleScoreOracles() []Oracle {
-	var out []Oracle
-	for _, n := range []string{History, Rotating, Request, Consensus, Latency, WorstCase} {
-		out = append(out, Oracle{Name: n})
+func SingleScoreOracles() []score.Oracle {
+	var out []score.Oracle
+	for _, n := range []string{score.History, score.Rotating, score.Request, score.Consensus, score.Latency, score.WorstCase} {
+		out = append(out, score.Oracle{Name: n})
 	}
 	return out
 }
 
 // Predict runs the model for a scenario.
-func Predict(t *Topology, s Scenario) (*Prediction, error) {
+func Predict(t *topology.Topology, s Scenario) (*Prediction, error) {
 	if s.InitialLeader < 1 || s.InitialLeader > t.N() {
 		return nil, fmt.Errorf("initial leader %d is not in 1..%d", s.InitialLeader, t.N())
 	}
@@ -311,7 +307,7 @@ func Predict(t *Topology, s Scenario) (*Prediction, error) {
 	}
 	after, err := Analyze(t, live)
 	if err != nil {
-		return nil, fmt.Errorf("after %s crashes: %w", Name(s.InitialLeader), err)
+		return nil, fmt.Errorf("after %s crashes: %w", topology.Name(s.InitialLeader), err)
 	}
 	p := &Prediction{Before: before, After: after}
 	oracles := s.Oracles
