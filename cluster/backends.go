@@ -4,22 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/polebench/polebench/cluster/backend"
 )
 
 // Backends lists the backends New knows.
-func Backends() []string { return []string{"local", "netns", "docker"} }
+func Backends() []string { return backend.Names() }
 
 // New starts a cluster on the named backend ("" is local, the embedded default).
-func New(ctx context.Context, backend string, opts Options) (Cluster, error) {
-	switch backend {
-	case "", "local":
+func New(ctx context.Context, name string, opts Options) (Cluster, error) {
+	switch name {
+	case "", backend.Local:
 		return NewLocal(ctx, opts)
-	case "netns":
+	case backend.Netns:
 		return NewNetns(ctx, opts)
-	case "docker":
+	case backend.Docker:
 		return NewDocker(ctx, opts)
 	}
-	return nil, fmt.Errorf("unknown backend %q (known: %v)", backend, Backends())
+	return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Backends())
 }
 
 // Down removes what crashed harnesses left behind: network namespaces, links and

@@ -43,7 +43,7 @@ func composeFiles(t *testing.T) map[string][]byte {
 		}
 		files["p"+strconv.Itoa(id)+".json"] = append(b, '\n')
 	}
-	b, err := json.MarshalIndent(netem.NewPlan(topo, netem.Options{Seed: 1}), "", "  ")
+	b, err := json.MarshalIndent(netem.NewPlan(topo, netem.DefaultOptions(1)), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}

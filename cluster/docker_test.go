@@ -212,7 +212,7 @@ func TestDockerCluster(t *testing.T) {
 	start := time.Now()
 	c, err := NewDockerWith(t.Context(), Options{
 		Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: 5,
-		Plan: netem.NewPlan(topo, netem.Options{Seed: 1}), Label: label, Logger: log,
+		Plan: netem.NewPlan(topo, netem.DefaultOptions(1)), Label: label, Logger: log,
 	}, DockerConfig{Image: tag})
 	if err != nil {
 		t.Fatal(err)
@@ -385,14 +385,14 @@ func TestDockerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	label := dockerLabel(t)
-	if _, err := NewDockerWith(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.Options{}), Label: label}, DockerConfig{Image: tag}); err != nil {
+	if _, err := NewDockerWith(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Label: label}, DockerConfig{Image: tag}); err != nil {
 		t.Fatal(err)
 	}
 	left := dockerLeftovers(t, cli, label)
 	if len(left) != 3+3+2 {
 		t.Fatalf("running cluster has %v, want 3 containers, 3 volumes, its switch namespace and host veth", left)
 	}
-	if _, err := NewDockerWith(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.Options{}), Label: label}, DockerConfig{Image: tag}); err == nil || !strings.Contains(err.Error(), "polebench cluster down "+label) {
+	if _, err := NewDockerWith(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Label: label}, DockerConfig{Image: tag}); err == nil || !strings.Contains(err.Error(), "polebench cluster down "+label) {
 		t.Fatalf("a second start with the abandoned run's label: %v; want it refused, naming the remedy", err)
 	}
 	removed, err := DockerDown(t.Context(), label)
@@ -419,7 +419,7 @@ func TestDockerStartFailureCleansUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	label := dockerLabel(t)
-	_, err = NewDockerWith(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.Options{}), Label: label},
+	_, err = NewDockerWith(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Label: label},
 		DockerConfig{Image: tag, Resources: DockerResources{MemoryBytes: 1 << 20}})
 	if err == nil {
 		t.Fatal("a 1 MB memory limit was accepted")
@@ -458,7 +458,7 @@ func TestDockerCancelledStart(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	c, err := NewDockerWith(ctx, Options{Topology: topo, Plan: netem.NewPlan(topo, netem.Options{}), Label: label}, DockerConfig{Image: tag})
+	c, err := NewDockerWith(ctx, Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Label: label}, DockerConfig{Image: tag})
 	if err == nil {
 		c.Close(t.Context())
 		t.Fatal("NewDocker succeeded although its context was cancelled while it created containers")

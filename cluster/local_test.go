@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -19,7 +19,7 @@ import (
 
 func twoDC(t *testing.T) *topology.Topology {
 	t.Helper()
-	spec, err := experiments.Load("../experiments/two-dc.yaml")
+	spec, err := spec.Load("../experiments/two-dc.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestLocalClusterFailover(t *testing.T) {
 	topo := twoDC(t)
 	c, err := NewLocal(ctx, Options{
 		Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: 5,
-		Plan: netem.NewPlan(topo, netem.Options{}),
+		Plan: netem.NewPlan(topo, netem.DefaultOptions(0)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 	defer cancel()
 	c, err := NewLocal(ctx, Options{
 		Topology: topo, Oracle: score.Oracle{Name: score.History, Heartbeat: 100 * time.Millisecond},
-		InitialLeader: 3, Plan: netem.NewPlan(topo, netem.Options{}),
+		InitialLeader: 3, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)),
 	})
 	if err != nil {
 		t.Fatal(err)

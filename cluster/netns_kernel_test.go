@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/netem/vmtest"
 	"github.com/polebench/polebench/replica"
@@ -41,11 +41,11 @@ func TestNetnsKernel(t *testing.T) {
 	if *netnsPoledFlag != "" {
 		t.Setenv(PoledEnv, *netnsPoledFlag)
 	}
-	b, err := experiments.Shipped("two-dc.yaml")
+	b, err := spec.Shipped("two-dc.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := experiments.Parse("two-dc.yaml", b)
+	spec, err := spec.Parse("two-dc.yaml", b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestNetnsKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := netem.NewPlan(topo, netem.Options{Seed: 1})
+	plan := netem.NewPlan(topo, netem.DefaultOptions(1))
 	label := netnsTestLabel(t, "k")
 	t0 := time.Now()
 	cl, err := NewNetns(t.Context(), Options{Topology: topo, Plan: plan, InitialLeader: 5, Label: label, Logger: netnsTestLogger(t)})

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
 	"github.com/vishvananda/netlink"
@@ -175,7 +175,7 @@ func TestNetnsCluster(t *testing.T) {
 	netnsNeedRoot(t)
 	topo := twoDC(t)
 	label := netnsTestLabel(t, "c")
-	plan := netem.NewPlan(topo, netem.Options{Seed: 1})
+	plan := netem.NewPlan(topo, netem.DefaultOptions(1))
 	t0 := time.Now()
 	cl, err := NewNetns(t.Context(), Options{Topology: topo, Plan: plan, InitialLeader: 5, Label: label, Logger: netnsTestLogger(t)})
 	if err != nil {
@@ -377,7 +377,7 @@ func TestNetnsDown(t *testing.T) {
 	topo := twoDC(t)
 	label := netnsTestLabel(t, "d")
 	dataRoot := t.TempDir()
-	cl, err := NewNetns(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.Options{}), Label: label, DataRoot: dataRoot})
+	cl, err := NewNetns(t.Context(), Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Label: label, DataRoot: dataRoot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestNetnsStartFailure(t *testing.T) {
 				time.AfterFunc(tc.cancelAfter, cancel)
 			}
 			label := netnsTestLabel(t, "f"+tc.name[:1])
-			_, err := NewNetns(ctx, Options{Topology: topo, Plan: netem.NewPlan(topo, netem.Options{}), Label: label})
+			_, err := NewNetns(ctx, Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Label: label})
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Fatalf("NewNetns: %v; want an error with %q", err, w)
@@ -578,7 +578,7 @@ func BenchmarkNetnsStartClose(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	spec, err := experiments.Load("../experiments/two-dc.yaml")
+	spec, err := spec.Load("../experiments/two-dc.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -586,7 +586,7 @@ func BenchmarkNetnsStartClose(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan := netem.NewPlan(topo, netem.Options{})
+	plan := netem.NewPlan(topo, netem.DefaultOptions(0))
 	if _, err := netnsPoled(b.Context(), slog.New(slog.DiscardHandler)); err != nil {
 		b.Fatal(err) // build outside the timing
 	}

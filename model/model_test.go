@@ -5,14 +5,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/model"
 )
 
 // predict runs the model on a shipped spec with overrides (e.g. p=0).
-func predict(t *testing.T, spec string, settings ...experiments.Setting) *model.Prediction {
+func predict(t *testing.T, name string, settings ...spec.Setting) *model.Prediction {
 	t.Helper()
-	s, err := experiments.Resolve(spec)
+	s, err := spec.Resolve(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func near(got, want float64) bool { return math.Abs(got-want) <= 0.05+1e-9 }
 // TestPaperFacts reproduces the "analytic model" column of paper-facts.md from the
 // shipped specs.
 func TestPaperFacts(t *testing.T) {
-	p0 := experiments.Setting{Name: "p", Value: "0"}
-	p1 := experiments.Setting{Name: "p", Value: "1"}
+	p0 := spec.Setting{Name: "p", Value: "0"}
+	p1 := spec.Setting{Name: "p", Value: "1"}
 	type value struct {
 		what string
 		get  func(*testing.T, *model.Prediction) float64
@@ -88,7 +88,7 @@ func TestPaperFacts(t *testing.T) {
 	tests := []struct {
 		name     string
 		spec     string
-		settings []experiments.Setting
+		settings []spec.Setting
 		values   []value
 		winners  map[string]int   // oracle -> leader
 		ties     map[string][]int // oracle -> tied servers
@@ -115,7 +115,7 @@ func TestPaperFacts(t *testing.T) {
 			ties:    map[string][]int{"history": {1, 2, 3, 4}, "consensus": {1, 2, 3, 4}, "worst-case": {1, 2, 3, 4}},
 		},
 		{
-			name: "7a two-dc all load in D1", spec: "two-dc", settings: []experiments.Setting{p0},
+			name: "7a two-dc all load in D1", spec: "two-dc", settings: []spec.Setting{p0},
 			values:  []value{{"mean p1", mean(1), 20.8}, {"mean p2", mean(2), 20.8}, {"mean p4", mean(4), 41.5}},
 			winners: map[string]int{"request": 2, "latency": 2, "history": 4, "consensus": 4},
 			ties:    map[string][]int{"request": {1, 2}, "latency": {1, 2}},
@@ -132,18 +132,18 @@ func TestPaperFacts(t *testing.T) {
 			ties:    map[string][]int{"worst-case": {2, 3}, "consensus": {2, 3, 4}},
 		},
 		{
-			name: "7b dep1 p=0", spec: "three-dc-dep1", settings: []experiments.Setting{p0},
+			name: "7b dep1 p=0", spec: "three-dc-dep1", settings: []spec.Setting{p0},
 			values:  []value{{"rotating p1", mean(1), 118.4}, {"latency p4", mean(4), 14.8}},
 			winners: map[string]int{"rotating": 1, "latency": 4},
 		},
 		{
-			name: "7b dep3 p=1", spec: "three-dc-dep3", settings: []experiments.Setting{p1},
+			name: "7b dep3 p=1", spec: "three-dc-dep3", settings: []spec.Setting{p1},
 			values:  []value{{"consensus p4", mean(4), 106.5}, {"latency p2", mean(2), 53.3}, {"latency p3", mean(3), 53.3}},
 			winners: map[string]int{"consensus": 4, "latency": 3},
 			ties:    map[string][]int{"consensus": {2, 3, 4}, "latency": {2, 3}},
 		},
 		{
-			name: "7b dep1 p=1", spec: "three-dc-dep1", settings: []experiments.Setting{p1},
+			name: "7b dep1 p=1", spec: "three-dc-dep1", settings: []spec.Setting{p1},
 			values:  []value{{"worst-case p3", mean(3), 63.1}, {"latency p1", mean(1), 53.3}},
 			winners: map[string]int{"worst-case": 3, "latency": 1, "request": 1},
 		},
@@ -172,12 +172,12 @@ func TestPaperFacts(t *testing.T) {
 
 // With every DC live, theta_l is the predicted mean (Eq. 1 is the rate-weighted mean).
 func TestThetaLIsMean(t *testing.T) {
-	for _, spec := range experiments.ShippedNames() {
+	for _, name := range spec.ShippedNames() {
 		for _, p := range []string{"0", "0.3", "1"} {
-			pr := predict(t, spec, experiments.Setting{Name: "p", Value: p})
+			pr := predict(t, name, spec.Setting{Name: "p", Value: p})
 			for _, c := range pr.After.Candidates {
 				if math.Abs(c.ThetaL-c.Mean) > 1e-9 {
-					t.Errorf("%s p=%s p%d: theta_l %.6f != mean %.6f", spec, p, c.ID, c.ThetaL, c.Mean)
+					t.Errorf("%s p=%s p%d: theta_l %.6f != mean %.6f", name, p, c.ID, c.ThetaL, c.Mean)
 				}
 			}
 		}

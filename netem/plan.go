@@ -22,10 +22,10 @@ const (
 	DefaultJitterPct = 2.0 // jitter as a percentage of the one-way delay (the paper's)
 	DefaultDist      = DistPareto
 	// DefaultWindowBytes is the window of the user-space bandwidth model: a link
-	// carries at most window/RTT bytes per second, like one TCP connection with a
-	// 64 KiB window (no window scaling). Large transfers feel the bandwidth-delay
-	// product; small messages do not.
-	DefaultWindowBytes = 64 << 10
+	// carries at most window/RTT bytes per second, like one TCP connection whose
+	// window autotunes up to Linux's default tcp_wmem maximum (4 MiB). Large
+	// transfers feel the bandwidth-delay product; small messages do not.
+	DefaultWindowBytes = 4 << 20
 )
 
 // Link is the emulated path from server From to server To: one-way delay, jitter
@@ -53,7 +53,7 @@ type Plan struct {
 // Options shape NewPlan. The zero value gives the paper's emulation: 2 % Pareto
 // jitter, no rate limit, no loss.
 type Options struct {
-	JitterPct       float64 // % of the one-way delay; 0 means DefaultJitterPct, negative means none
+	JitterPct       float64 // % of the one-way delay; 0 means none (DefaultOptions has the paper's 2 %)
 	Dist            string  // "" means DefaultDist
 	RateBytesPerSec uint64  // 0: unlimited
 	LossPct         float64
@@ -61,17 +61,16 @@ type Options struct {
 	WindowBytes     int // 0 means DefaultWindowBytes
 }
 
+// DefaultOptions are the paper's links (2 % Pareto jitter) with the default window.
+func DefaultOptions(seed int64) Options {
+	return Options{JitterPct: DefaultJitterPct, Dist: DefaultDist, WindowBytes: DefaultWindowBytes, Seed: seed}
+}
+
 // NewPlan builds the plan of t: for every ordered pair of distinct servers a one-way
 // delay of RTT/2 (the intra-DC RTT within a data center) with o's jitter.
 // Check the result with Validate when o comes from a user.
 func NewPlan(t *topology.Topology, o Options) Plan {
-	pct := o.JitterPct
-	switch {
-	case pct == 0:
-		pct = DefaultJitterPct
-	case pct < 0:
-		pct = 0
-	}
+	pct := max(o.JitterPct, 0)
 	dist := o.Dist
 	if dist == "" {
 		dist = DefaultDist

@@ -31,7 +31,7 @@ func twoDC(t *testing.T) *topology.Topology {
 }
 
 func TestNewPlan(t *testing.T) {
-	p := NewPlan(twoDC(t), Options{Seed: 5})
+	p := NewPlan(twoDC(t), DefaultOptions(5))
 	if len(p.Links) != 5*4 {
 		t.Fatalf("%d links; want every ordered pair of 5 servers (20)", len(p.Links))
 	}
@@ -57,7 +57,7 @@ func TestNewPlan(t *testing.T) {
 		t.Error("a link from a server to itself")
 	}
 
-	o := NewPlan(twoDC(t), Options{JitterPct: -1, Dist: DistNormal, RateBytesPerSec: 1e6, LossPct: 0.5, WindowBytes: 1 << 20})
+	o := NewPlan(twoDC(t), Options{JitterPct: 0, Dist: DistNormal, RateBytesPerSec: 1e6, LossPct: 0.5, WindowBytes: 1 << 20})
 	l, _ := o.Link(1, 5)
 	if l.Jitter != 0 || l.Dist != DistNormal || l.RateBytesPerSec != 1e6 || l.LossPct != 0.5 || o.WindowBytes != 1<<20 {
 		t.Errorf("options not applied: %+v window %d", l, o.WindowBytes)
@@ -66,7 +66,7 @@ func TestNewPlan(t *testing.T) {
 
 // TestPlanGolden pins the JSON a run directory gets (and poled reads).
 func TestPlanGolden(t *testing.T) {
-	p := NewPlan(twoDC(t), Options{Seed: 1})
+	p := NewPlan(twoDC(t), DefaultOptions(1))
 	path := filepath.Join("testdata", "two-dc.plan.json")
 	if *update {
 		if err := WritePlan(path, p); err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/model"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -89,14 +89,14 @@ func TestPaperDeployments(t *testing.T) {
 	}
 }
 
-func loadTopology(t *testing.T, spec, p string) *topology.Topology {
+func loadTopology(t *testing.T, name, p string) *topology.Topology {
 	t.Helper()
-	sp, err := experiments.Load("../experiments/" + spec + ".yaml")
+	sp, err := spec.Load("../experiments/" + name + ".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p != "" {
-		if sp, err = sp.With(experiments.Setting{Name: "p", Value: p}); err != nil {
+		if sp, err = sp.With(spec.Setting{Name: "p", Value: p}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,17 +22,16 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
-	"github.com/polebench/polebench/experiments"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/score"
-	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
 )
 
 // Options configure Run.
 type Options struct {
-	Spec *experiments.Spec
+	Spec *spec.Spec
 	// Out is the run directory; default results/<spec>/<timestamp> with a
 	// results/<spec>/latest link to it.
 	Out string
@@ -124,20 +123,11 @@ func runDir(out, spec string) (string, error) {
 	return dir, nil
 }
 
-// PlanFor is the spec's link plan; the seed makes the jitter repeatable.
-func PlanFor(spec *experiments.Spec, topo *topology.Topology, seed uint64) netem.Plan {
-	jitter := spec.Links.JitterPct
-	if jitter == 0 {
-		jitter = -1 // netem.Options reads 0 as its default (2 %); the spec means none
-	}
-	return netem.NewPlan(topo, netem.Options{JitterPct: jitter, Dist: spec.Links.Dist, WindowBytes: spec.Links.WindowBytes, Seed: int64(seed)})
-}
-
-func writeSpec(dir string, s *experiments.Spec) error {
+func writeSpec(dir string, s *spec.Spec) error {
 	// The spec as written (a file, or a shipped one), then as resolved with overrides.
 	b, err := os.ReadFile(s.File)
 	if err != nil {
-		b, err = experiments.Shipped(s.Name)
+		b, err = spec.Shipped(s.Name)
 	}
 	if err == nil {
 		if err := os.WriteFile(filepath.Join(dir, "spec.yaml"), b, 0o644); err != nil {
@@ -199,7 +189,7 @@ func (r *repetition) run(ctx context.Context) (*analysis.Summary, error) {
 		return nil, err
 	}
 	seed := spec.Seed + uint64(r.n) - 1
-	plan := PlanFor(spec, topo, seed)
+	plan := spec.Plan(topo, seed)
 	if err := netem.WritePlan(filepath.Join(r.dir, "links.json"), plan); err != nil {
 		return nil, err
 	}

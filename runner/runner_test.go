@@ -15,8 +15,8 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
-	"github.com/polebench/polebench/experiments"
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/spec"
 )
 
 // These tests run the paper's experiments end to end on the local backend, shortened
@@ -24,16 +24,16 @@ import (
 // asks of a faithful harness: the winner the paper names, no acknowledged write lost,
 // and means within 3 ms of the analytic model.
 
-func spec(t *testing.T, name string, settings ...string) *experiments.Spec {
+func specFor(t *testing.T, name string, settings ...string) *spec.Spec {
 	t.Helper()
-	s, err := experiments.Resolve(name)
+	s, err := spec.Resolve(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sets []experiments.Setting
+	var sets []spec.Setting
 	for _, kv := range append([]string{"duration=30s", "crash-at=15s", "repetitions=1"}, settings...) {
 		k, v, _ := strings.Cut(kv, "=")
-		sets = append(sets, experiments.Setting{Name: k, Value: v})
+		sets = append(sets, spec.Setting{Name: k, Value: v})
 	}
 	s, err = s.With(sets...)
 	if err != nil {
@@ -42,7 +42,7 @@ func spec(t *testing.T, name string, settings ...string) *experiments.Spec {
 	return s
 }
 
-func runSpec(t *testing.T, s *experiments.Spec) *analysis.Summary {
+func runSpec(t *testing.T, s *spec.Spec) *analysis.Summary {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("a 30 s experiment; -short skips it")
@@ -107,7 +107,7 @@ func within(sum *analysis.Summary, tol float64, windows ...string) []string {
 // a shared machine's stalls only ever add latency, in bursts, so a third run that
 // misses too means the harness (or the model) is off. Every other check applies to
 // every run.
-func runNearModel(t *testing.T, s *experiments.Spec, check func(*analysis.Summary), windows ...string) *analysis.Summary {
+func runNearModel(t *testing.T, s *spec.Spec, check func(*analysis.Summary), windows ...string) *analysis.Summary {
 	t.Helper()
 	const tol = 3.0
 	var bad []string
@@ -129,7 +129,7 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 		want   int
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
-			s := spec(t, "two-dc", "oracle="+c.oracle)
+			s := specFor(t, "two-dc", "oracle="+c.oracle)
 			runNearModel(t, s, func(sum *analysis.Summary) {
 				want := c.want
 				if c.oracle == "history" {
@@ -144,7 +144,7 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 }
 
 func TestThreeDCLatencyOracle(t *testing.T) {
-	runNearModel(t, spec(t, "three-dc-dep1", "oracle=latency", "p=0"), func(sum *analysis.Summary) {
+	runNearModel(t, specFor(t, "three-dc-dep1", "oracle=latency", "p=0"), func(sum *analysis.Summary) {
 		if !slices.Contains([]int{2, 3, 4}, sum.NewLeader) {
 			t.Fatalf("latency oracle elected p%d, want p2, p3 or p4", sum.NewLeader)
 		}
@@ -162,7 +162,7 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 		want   int
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
-			s := spec(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:4s:14s", "preload-mb=20", "window-kb=256")
+			s := specFor(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:4s:14s", "preload-mb=20", "window-kb=256")
 			sum := runSpec(t, s)
 			want := c.want
 			if c.oracle == "history" {
@@ -197,7 +197,7 @@ func TestBackends(t *testing.T) {
 				t.Skip("needs root")
 			}
 			var label string
-			s := spec(t, "two-dc", "backend="+backend)
+			s := specFor(t, "two-dc", "backend="+backend)
 			runNearModel(t, s, func(sum *analysis.Summary) {
 				if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 					t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
@@ -219,7 +219,7 @@ func TestDockerOutdatedServer(t *testing.T) {
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 		t.Skip("needs root")
 	}
-	s := spec(t, "two-dc-recovery", "backend=docker", "oracle=history", "outdate=1:6s:13s", "preload-mb=5")
+	s := specFor(t, "two-dc-recovery", "backend=docker", "oracle=history", "outdate=1:6s:13s", "preload-mb=5")
 	sum := runSpec(t, s)
 	if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 		t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
@@ -282,7 +282,7 @@ func lastEvents(t *testing.T) []eventRecord {
 // With the servers in sync that is the model's winner; a proposal in flight when the
 // leader died can leave one follower ahead of the others (as with ZooKeeper), and
 // then it must win.
-func historyWinner(t *testing.T, s *experiments.Spec, sum *analysis.Summary, paper int) int {
+func historyWinner(t *testing.T, s *spec.Spec, sum *analysis.Summary, paper int) int {
 	t.Helper()
 	pred, err := s.Model()
 	if err != nil {

@@ -41,7 +41,8 @@ func Endpoints() []string {
 	return out
 }
 
-func knownEndpoint(name string) bool {
+// KnownEndpoint says whether Table 2 names the endpoint.
+func KnownEndpoint(name string) bool {
 	for _, e := range table2 {
 		if e.a == name || e.b == name {
 			return true

@@ -67,7 +67,7 @@ func New(c Config) (*Topology, error) {
 		if _, dup := index[d.Name]; dup {
 			return nil, fmt.Errorf("data center %q is defined twice", d.Name)
 		}
-		if d.Endpoint != "" && !knownEndpoint(d.Endpoint) {
+		if d.Endpoint != "" && !KnownEndpoint(d.Endpoint) {
 			return nil, fmt.Errorf("data center %q: unknown endpoint %q (known: %v)", d.Name, d.Endpoint, Endpoints())
 		}
 		if len(d.Servers) == 0 {
@@ -123,7 +123,7 @@ func New(c Config) (*Topology, error) {
 			m, s, ok := EndpointRTT(da.Endpoint, db.Endpoint)
 			if !ok {
 				return nil, fmt.Errorf("no RTT between data centers %q and %q: give one explicitly, or endpoints that Table 2 pairs (%s)",
-					da.Name, db.Name, pairHint(da.Endpoint, db.Endpoint))
+					da.Name, db.Name, PairHint(da.Endpoint, db.Endpoint))
 			}
 			t.rtt[a][b], t.rtt[b][a] = m, m
 			t.sd[a][b], t.sd[b][a] = s, s
@@ -144,7 +144,8 @@ func New(c Config) (*Topology, error) {
 	return t, nil
 }
 
-func pairHint(a, b string) string {
+// PairHint says why two endpoints have no RTT in Table 2.
+func PairHint(a, b string) string {
 	switch {
 	case a == "" || b == "":
 		return "an endpoint is missing"

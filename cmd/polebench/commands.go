@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/polebench/polebench/experiments"
+	"github.com/polebench/polebench/spec"
 )
 
 // version is set at build time: -ldflags "-X main.version=...".
@@ -72,7 +72,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  polebench %-8s %-26s %s\n", c.name, c.args, c.summary)
 	}
-	fmt.Fprintf(w, "\nSPEC is a spec file or a shipped spec: %s.\n", strings.Join(experiments.ShippedNames(), ", "))
+	fmt.Fprintf(w, "\nSPEC is a spec file or a shipped spec: %s.\n", strings.Join(spec.ShippedNames(), ", "))
 	fmt.Fprintf(w, "Run 'polebench help COMMAND' for a command's flags.\n")
 }
 
@@ -106,11 +106,11 @@ func newFlags(name, args, summary string, stderr io.Writer) *flag.FlagSet {
 
 // overrideFlags registers one flag per spec override; the returned slice collects the
 // settings in command-line order.
-func overrideFlags(fs *flag.FlagSet) *[]experiments.Setting {
-	var sets []experiments.Setting
-	for _, o := range experiments.Overrides() {
+func overrideFlags(fs *flag.FlagSet) *[]spec.Setting {
+	var sets []spec.Setting
+	for _, o := range spec.Overrides() {
 		fs.Func(o.Name, "override: "+o.Usage, func(v string) error {
-			sets = append(sets, experiments.Setting{Name: o.Name, Value: v})
+			sets = append(sets, spec.Setting{Name: o.Name, Value: v})
 			return nil
 		})
 	}
@@ -119,7 +119,7 @@ func overrideFlags(fs *flag.FlagSet) *[]experiments.Setting {
 
 // specArg parses args (flags anywhere, one positional SPEC), then resolves SPEC (a
 // file or a shipped name) and applies the override flags registered with sets.
-func specArg(fs *flag.FlagSet, args []string, sets *[]experiments.Setting) (*experiments.Spec, error) {
+func specArg(fs *flag.FlagSet, args []string, sets *[]spec.Setting) (*spec.Spec, error) {
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return nil, flagError(err)
@@ -128,7 +128,7 @@ func specArg(fs *flag.FlagSet, args []string, sets *[]experiments.Setting) (*exp
 		fs.Usage()
 		return nil, errUsage
 	}
-	spec, err := experiments.Resolve(pos[0])
+	spec, err := spec.Resolve(pos[0])
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/polebench/polebench/experiments"
 	"github.com/polebench/polebench/model"
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -99,7 +99,7 @@ func writeModelJSON(w io.Writer, p *model.Prediction) error {
 	return enc.Encode(out)
 }
 
-func writeModelTable(w io.Writer, s *experiments.Spec, p *model.Prediction) error {
+func writeModelTable(w io.Writer, s *spec.Spec, p *model.Prediction) error {
 	t := p.After.Topo
 	var dcs []string
 	var rates []string

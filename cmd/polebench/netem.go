@@ -6,7 +6,6 @@ import (
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/netem"
-	"github.com/polebench/polebench/runner"
 )
 
 const netemSummary = "Say whether this kernel can run tc-netem (probe), or apply, show and clear the spec's link plan on a running netns cluster"
@@ -39,7 +38,7 @@ func runNetem(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		plan := runner.PlanFor(spec, topo, spec.Seed)
+		plan := spec.Plan(topo, spec.Seed)
 		if err := cluster.NetnsApply(ctx, *label, plan); err != nil {
 			return err
 		}

@@ -79,7 +79,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	plan := runner.PlanFor(spec, topo, spec.Seed)
+	plan := spec.Plan(topo, spec.Seed)
 	cl, err := cluster.New(ctx, spec.Backend, cluster.Options{
 		Topology: topo, Oracle: spec.Oracle, InitialLeader: spec.InitialLeader, Plan: plan,
 		DataRoot: *dataRoot, PreloadMB: spec.PreloadMB, Label: "up",

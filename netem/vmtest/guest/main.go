@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/polebench/polebench/experiments"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -63,11 +63,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "== netem.Probe: nil (this kernel runs netem)")
 
-	data, err := experiments.Shipped(c.spec)
+	data, err := spec.Shipped(c.spec)
 	if err != nil {
 		return err
 	}
-	spec, err := experiments.Parse("experiments/"+c.spec+".yaml", data)
+	spec, err := spec.Parse("experiments/"+c.spec+".yaml", data)
 	if err != nil {
 		return err
 	}
@@ -75,8 +75,10 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plan := netem.NewPlan(topo, netem.Options{Seed: c.seed}) // what the checks expect
-	applied := netem.NewPlan(topo, netem.Options{Seed: c.seed, Dist: c.dist})
+	plan := netem.NewPlan(topo, netem.DefaultOptions(c.seed)) // what the checks expect
+	o := netem.DefaultOptions(c.seed)
+	o.Dist = c.dist // "" keeps the default
+	applied := netem.NewPlan(topo, o)
 	for i := range applied.Links {
 		applied.Links[i].Delay = time.Duration(float64(applied.Links[i].Delay) * c.delayScale)
 	}

@@ -1,23 +1,18 @@
-package experiments
+package spec
 
 import (
-	"embed"
 	"fmt"
 	"io/fs"
 	"os"
 	"sort"
 	"strings"
-)
 
-// FS holds the shipped specs, so binaries and VM tests can use them without the
-// source tree.
-//
-//go:embed *.yaml
-var FS embed.FS
+	"github.com/polebench/polebench/experiments"
+)
 
 // ShippedNames lists the shipped specs by name (file name without .yaml).
 func ShippedNames() []string {
-	entries, _ := fs.ReadDir(FS, ".")
+	entries, _ := fs.ReadDir(experiments.FS, ".")
 	var out []string
 	for _, e := range entries {
 		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
@@ -32,7 +27,7 @@ func ShippedNames() []string {
 // ("two-dc.yaml").
 func Shipped(name string) ([]byte, error) {
 	file := strings.TrimSuffix(name, ".yaml") + ".yaml"
-	data, err := FS.ReadFile(file)
+	data, err := experiments.FS.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("no shipped spec %q (shipped: %s)", name, strings.Join(ShippedNames(), ", "))
 	}

@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"cmp"
@@ -10,6 +10,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
@@ -18,10 +20,6 @@ import (
 const (
 	ArrivalPoisson  = "poisson"
 	ArrivalConstant = "constant"
-
-	BackendLocal  = "local"
-	BackendNetns  = "netns"
-	BackendDocker = "docker"
 
 	// NoCrash is crash_at's value for a run in which the initial leader never crashes.
 	NoCrash = "none"
@@ -33,10 +31,7 @@ const (
 	DefaultWarmup            = 5 * time.Second
 	DefaultRepetitions       = 5 // the paper's runs per point
 	DefaultSeed              = 1
-	DefaultBackend           = BackendLocal
-	DefaultJitterPct         = 2.0 // % of the one-way delay (Sec. 4.1)
-	DefaultDist              = "pareto"
-	DefaultWindowBytes       = 4 << 20
+	DefaultBackend           = backend.Local
 
 	// maxWindowKB is TCP's largest window: 65535 << 14 (RFC 7323), about 1 GiB.
 	maxWindowKB = 1 << 20
@@ -44,9 +39,6 @@ const (
 
 var (
 	arrivals = []string{ArrivalPoisson, ArrivalConstant}
-	backends = []string{BackendLocal, BackendNetns, BackendDocker}
-	// dists are netem's delay distributions (netem.Dists; a test keeps them equal).
-	dists = []string{"pareto", "normal", "paretonormal", "uniform"}
 )
 
 // Workload is the open-loop write load.
@@ -98,7 +90,7 @@ func (s *Spec) setRunDefaults() {
 	s.Repetitions = DefaultRepetitions
 	s.Seed = DefaultSeed
 	s.Backend = DefaultBackend
-	s.Links = Links{JitterPct: DefaultJitterPct, Dist: DefaultDist, WindowBytes: DefaultWindowBytes}
+	s.Links = Links{JitterPct: netem.DefaultJitterPct, Dist: netem.DefaultDist, WindowBytes: netem.DefaultWindowBytes}
 }
 
 // parseCrashAt reads crash_at: a positive duration, or none.
@@ -330,4 +322,10 @@ func (s *Spec) Warnings() []string {
 		}
 	}
 	return out
+}
+
+// Plan is the spec's link plan for a topology (Spec.Topology) under a seed, which makes
+// the jitter repeatable.
+func (s *Spec) Plan(topo *topology.Topology, seed uint64) netem.Plan {
+	return netem.NewPlan(topo, netem.Options{JitterPct: s.Links.JitterPct, Dist: s.Links.Dist, WindowBytes: s.Links.WindowBytes, Seed: int64(seed)})
 }

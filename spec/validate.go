@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
@@ -69,7 +71,7 @@ func (s *Spec) checkDataCenters() error {
 		}
 		names[dc.Name] = i
 		if dc.Endpoint != "" {
-			if !knownEndpoint(dc.Endpoint) {
+			if !topology.KnownEndpoint(dc.Endpoint) {
 				return s.errf(p+".endpoint", "unknown endpoint %q (known: %s)", dc.Endpoint, strings.Join(topology.Endpoints(), ", "))
 			}
 		}
@@ -109,15 +111,6 @@ func (s *Spec) checkDataCenters() error {
 	sort.Strings(extra)
 	return s.errf("datacenters", "server ids must be exactly 1..N with N = %d servers: missing %s, beyond N %s",
 		n, strings.Join(missing, ", "), strings.Join(extra, ", "))
-}
-
-func knownEndpoint(name string) bool {
-	for _, e := range topology.Endpoints() {
-		if e == name {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Spec) dcIndex(name string) (int, bool) {
@@ -167,22 +160,11 @@ func (s *Spec) checkRTT() error {
 			da, db := s.DataCenters[a], s.DataCenters[b]
 			if _, _, ok := topology.EndpointRTT(da.Endpoint, db.Endpoint); !ok {
 				return s.errf(index("datacenters", b), "no RTT between %q and %q: add an rtt entry, or endpoints that Table 2 pairs (%s)",
-					da.Name, db.Name, pairHint(da.Endpoint, db.Endpoint))
+					da.Name, db.Name, topology.PairHint(da.Endpoint, db.Endpoint))
 			}
 		}
 	}
 	return nil
-}
-
-func pairHint(a, b string) string {
-	switch {
-	case a == "" || b == "":
-		return "one has no endpoint"
-	case a == b:
-		return "both are " + a
-	default:
-		return a + "-" + b + " is not in Table 2"
-	}
 }
 
 func (s *Spec) checkRates() error {
@@ -308,15 +290,15 @@ func (s *Spec) checkSettings() error {
 	if s.Repetitions < 1 {
 		return s.errf("repetitions", "%d: at least 1 run is needed", s.Repetitions)
 	}
-	if !slices.Contains(backends, s.Backend) {
-		return s.errf("backend", "unknown backend %q (known: %s)", s.Backend, strings.Join(backends, ", "))
+	if !slices.Contains(backend.Names(), s.Backend) {
+		return s.errf("backend", "unknown backend %q (known: %s)", s.Backend, strings.Join(backend.Names(), ", "))
 	}
 	l := s.Links
 	if !(l.JitterPct >= 0 && l.JitterPct <= 100) {
 		return s.errf("links.jitter_pct", "%v%% is outside [0, 100]", l.JitterPct)
 	}
-	if !slices.Contains(dists, l.Dist) {
-		return s.errf("links.distribution", "unknown distribution %q (known: %s)", l.Dist, strings.Join(dists, ", "))
+	if !slices.Contains(netem.Dists, l.Dist) {
+		return s.errf("links.distribution", "unknown distribution %q (known: %s)", l.Dist, strings.Join(netem.Dists, ", "))
 	}
 	if l.WindowBytes < 1<<10 || l.WindowBytes > maxWindowKB<<10 {
 		return s.errf("links.window_kb", "%d bytes is outside 1 kB .. 1 GiB (TCP's largest window)", l.WindowBytes)

@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"os"
@@ -100,7 +100,7 @@ func TestFullExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), string(data)) {
-		t.Error("README.md does not contain experiments/testdata/full.yaml verbatim")
+		t.Error("README.md does not contain spec/testdata/full.yaml verbatim")
 	}
 }
 
@@ -151,7 +151,7 @@ func TestShipped(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The embedded copy is the file in the source tree.
-		disk, err := Load(name + ".yaml")
+		disk, err := Load("../experiments/" + name + ".yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package experiments
+package spec
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 )
 
@@ -110,7 +112,7 @@ var overrides = []Override{
 			s.Links.JitterPct = f
 			return err
 		}},
-	{"dist", "jitter distribution: " + strings.Join(dists, ", ") + " (links.distribution)", "links.distribution",
+	{"dist", "jitter distribution: " + strings.Join(netem.Dists, ", ") + " (links.distribution)", "links.distribution",
 		func(s *Spec, v string) error { s.Links.Dist = v; return nil }},
 	{"window-kb", "user-space TCP window in kB (links.window_kb)", "links.window_kb",
 		func(s *Spec, v string) error {
@@ -122,7 +124,7 @@ var overrides = []Override{
 			s.Links.WindowBytes = b
 			return err
 		}},
-	{"backend", "where replicas run: " + strings.Join(backends, ", ") + " (backend)", "backend",
+	{"backend", "where replicas run: " + strings.Join(backend.Names(), ", ") + " (backend)", "backend",
 		func(s *Spec, v string) error { s.Backend = v; return nil }},
 	{"repetitions", "runs per point (repetitions)", "repetitions",
 		func(s *Spec, v string) error { return parseInt(v, &s.Repetitions) }},

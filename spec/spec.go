@@ -1,6 +1,6 @@
 // Package experiments holds the experiment spec (YAML), its checks and overrides, and
 // the shipped specs that reproduce the paper.
-package experiments
+package spec
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ type Spec struct {
 	PreloadMB   int       // MB of application state preloaded on every server before the run (0)
 	Repetitions int       // runs per point (5)
 	Seed        uint64    // (1)
-	Backend     string    // BackendLocal (default), BackendNetns or BackendDocker
+	Backend     string    // one of backend.Names(), backend.Local by default
 	Links       Links
 
 	// File is where the spec came from (the name given to Parse).
