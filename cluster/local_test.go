@@ -11,9 +11,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
 )
 

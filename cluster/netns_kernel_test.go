@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/netem/vmtest"
 	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/spec"
 	"github.com/vishvananda/netns"
 )
 

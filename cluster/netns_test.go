@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/spec"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/model"
+	"github.com/polebench/polebench/spec"
 )
 
 // predict runs the model on a shipped spec with overrides (e.g. p=0).

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/model"
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
 )
 
