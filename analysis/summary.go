@@ -20,7 +20,9 @@ type Input struct {
 	Settle  time.Duration // default DefaultSettle
 	// Model holds the analytic model's predicted mean latency in ms per window name
 	// ("before", "after") and DC (All allowed); each lands next to the measured mean.
-	Model                  map[string]map[string]float64
+	Model map[string]map[string]float64
+	// ModelNote says whom the model elects (and why history may differ).
+	ModelNote              string
 	LostAcknowledgedWrites int
 	OfferedRate            float64 // req/s configured
 }
@@ -49,6 +51,7 @@ type LagMS struct {
 type Summary struct {
 	InitialLeader int      `json:"initial_leader"`
 	NewLeader     int      `json:"new_leader"`
+	ModelNote     string   `json:"model_note,omitempty"`
 	ElectionMS    *float64 `json:"election_ms"` // crash → new leader elected; null without both
 	RecoveryMS    *float64 `json:"recovery_ms"` // LEADING → first request processed
 	// ElectionZxids: server id → the last zxid it proposed with after the crash.
@@ -84,7 +87,7 @@ func Summarize(in Input) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader, ElectionZxids: e.ElectionZxids,
+	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader, ModelNote: in.ModelNote, ElectionZxids: e.ElectionZxids,
 		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites}
 	if e.Crash > 0 && e.Elected > 0 {
 		s.ElectionMS = ptr(ms(e.Elected - e.Crash))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/replica"
 )
 
@@ -39,8 +40,8 @@ func NodeStatus(ctx context.Context, s Server) (replica.Status, error) {
 }
 
 // NodeEvents asks a poled's admin endpoint for its event timeline.
-func NodeEvents(ctx context.Context, s Server) ([]replica.Event, error) {
-	var ev []replica.Event
+func NodeEvents(ctx context.Context, s Server) ([]event.Event, error) {
+	var ev []event.Event
 	err := getJSON(ctx, "http://"+s.Admin+"/events", &ev)
 	return ev, err
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/datatree"
+	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/pole"
 	"github.com/polebench/polebench/storage"
@@ -62,7 +63,7 @@ type Node struct {
 	touches chan int64
 	status  atomic.Pointer[nodeStatus]
 
-	timeline *Timeline
+	timeline *event.Timeline
 
 	// Loop-owned state.
 	nextReq   uint64
@@ -102,7 +103,7 @@ func Start(ctx context.Context, cfg Config, lns Listeners, log *slog.Logger) (*N
 		cfg: cfg, log: log, start: time.Now(),
 		submits: make(chan submit, 4096), touches: make(chan int64, 4096),
 		pending: map[uint64]chan zkserver.Outcome{}, touched: map[int64]bool{},
-		timeline: NewTimeline(cfg.ID),
+		timeline: event.NewTimeline(cfg.ID),
 	}
 	// Request ids must be unique across restarts: the start time in ms, then a counter.
 	n.nextReq = uint64(n.start.UnixMilli()) << 20
@@ -295,7 +296,7 @@ func (n *Node) closeAll() {
 func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 
 // Timeline is the node's event log.
-func (n *Node) Timeline() *Timeline { return n.timeline }
+func (n *Node) Timeline() *event.Timeline { return n.timeline }
 
 // now is the cores' monotonic clock.
 func (n *Node) now() time.Duration { return time.Since(n.start) }
@@ -307,7 +308,7 @@ func (n *Node) run() {
 	defer tick.Stop()
 	// STARTED carries the last zxid restored from the data directory: a restarted
 	// server shows here that it came back with its old state.
-	n.timeline.Add(Event{Kind: "STARTED", Zxid: uint64(n.bcast.Status().LastZxid)})
+	n.timeline.Add(event.Event{Kind: event.Started, Zxid: uint64(n.bcast.Status().LastZxid)})
 	n.elect.NewElection()
 	n.lastRate = time.Now()
 	for {
@@ -457,14 +458,14 @@ func (n *Node) electionReady(rd pole.Ready) {
 	for _, e := range rd.Events {
 		switch e.Kind {
 		case pole.EventLooking:
-			n.timeline.Add(Event{Kind: "ELECTION", Epoch: e.Epoch, Zxid: uint64(n.bcast.Status().LastZxid)})
+			n.timeline.Add(event.Event{Kind: event.Election, Epoch: e.Epoch, Zxid: uint64(n.bcast.Status().LastZxid)})
 		case pole.EventLeader:
-			n.timeline.Add(Event{Kind: "ELECTED", Epoch: e.Epoch, Leader: e.Leader})
+			n.timeline.Add(event.Event{Kind: event.Elected, Epoch: e.Epoch, Leader: e.Leader})
 			if err := n.bcast.Elected(uint64(e.Leader)); err != nil {
 				n.log.Error("elected leader refused", "err", err)
 			}
 		case pole.EventResign:
-			n.timeline.Add(Event{Kind: "RESIGN", Epoch: e.Epoch})
+			n.timeline.Add(event.Event{Kind: event.Resign, Epoch: e.Epoch})
 			n.bcast.StepDown("resigned (a better leader exists)")
 		}
 	}
@@ -482,7 +483,7 @@ func (n *Node) broadcastReady(rd zab.Ready) {
 	if err != nil {
 		// A replica that cannot persist must not acknowledge anything: stop.
 		n.log.Error("persist failed; stopping", "err", err)
-		n.timeline.Add(Event{Kind: "FAILED", Reason: err.Error()})
+		n.timeline.Add(event.Event{Kind: event.Failed, Reason: err.Error()})
 		n.cancel()
 		return
 	}
@@ -539,7 +540,7 @@ func (n *Node) trackSession(txn datatree.Txn, res datatree.Result) {
 }
 
 func (n *Node) onBroadcastEvent(e zab.Event) {
-	ev := Event{Kind: e.Type.String(), Epoch: uint64(e.Epoch), Leader: int(e.Leader), Zxid: uint64(e.Zxid), Reason: e.Reason}
+	ev := event.Event{Kind: e.Type.Kind(), Epoch: uint64(e.Epoch), Leader: int(e.Leader), Zxid: uint64(e.Zxid), Reason: e.Reason}
 	n.timeline.Add(ev)
 	n.log.Info("broadcast", "event", e.String())
 	switch e.Type {

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -244,53 +245,47 @@ func parseServer(v string) (int, error) {
 	return id, nil
 }
 
-// event is a scheduled fault and the field path that asked for it.
-type event struct {
-	Fault
-	path string
-}
-
-// schedule lists every kill and restart in time order. At equal times restarts come
-// first (an outdated server restarted at crash_at is live for the election), then the
-// order of the spec: the crash, outdate, faults.
-func (s *Spec) schedule() []event {
-	var ev []event
+// schedule lists every kill and restart in time order, each with the spec field that
+// asked for it (nemesis.Fault.Source). At equal times restarts come first (an outdated
+// server restarted at crash_at is live for the election), then the order of the spec:
+// the crash, outdate, faults.
+func (s *Spec) schedule() []nemesis.Fault {
+	var ev []nemesis.Fault
 	if s.CrashAt > 0 {
-		ev = append(ev, event{Fault{At: s.CrashAt, Kill: s.InitialLeader}, "crash_at"})
+		ev = append(ev, nemesis.Fault{At: s.CrashAt, Kind: nemesis.Crash, Server: s.InitialLeader, Source: "crash_at"})
 	}
 	for i, o := range s.Outdate {
 		p := index("outdate", i)
-		ev = append(ev, event{Fault{At: o.KillAt, Kill: o.Server}, p + ".kill_at"},
-			event{Fault{At: o.RestartAt, Restart: o.Server}, p + ".restart_at"})
+		ev = append(ev, nemesis.Fault{At: o.KillAt, Kind: nemesis.Kill, Server: o.Server, Source: p + ".kill_at"},
+			nemesis.Fault{At: o.RestartAt, Kind: nemesis.Restart, Server: o.Server, Source: p + ".restart_at"})
 	}
 	for i, f := range s.Faults {
-		p := index("faults", i) + ".kill"
+		nf := nemesis.Fault{At: f.At, Kind: nemesis.Kill, Server: f.Kill, Source: index("faults", i) + ".kill"}
 		if f.Kill == 0 {
-			p = index("faults", i) + ".restart"
+			nf = nemesis.Fault{At: f.At, Kind: nemesis.Restart, Server: f.Restart, Source: index("faults", i) + ".restart"}
 		}
-		ev = append(ev, event{f, p})
+		ev = append(ev, nf)
 	}
-	slices.SortStableFunc(ev, func(a, b event) int {
+	stops := func(f nemesis.Fault) int {
+		if f.Stops() {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(ev, func(a, b nemesis.Fault) int {
 		if c := cmp.Compare(a.At, b.At); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Kill, 0) - cmp.Compare(b.Kill, 0) // restarts (Kill 0) first
+		return stops(a) - stops(b) // restarts first
 	})
 	return ev
 }
 
-// FaultSchedule is every kill and restart of the run in time order: the crash of the
-// initial leader at CrashAt (unless crash_at is none), each Outdate as a kill and a
-// restart, and Faults. At equal times restarts come first, then the crash, outdate and
-// faults in the spec's order.
-func (s *Spec) FaultSchedule() []Fault {
-	ev := s.schedule()
-	out := make([]Fault, len(ev))
-	for i, e := range ev {
-		out[i] = e.Fault
-	}
-	return out
-}
+// FaultSchedule is the run's nemesis schedule in time order: the crash of the initial
+// leader at CrashAt (unless crash_at is none), each Outdate as a kill and a restart,
+// and Faults. At equal times restarts come first, then the crash, outdate and faults in
+// the spec's order.
+func (s *Spec) FaultSchedule() []nemesis.Fault { return s.schedule() }
 
 // Warnings lists what is allowed but probably not meant, located like errors: an
 // outdated server restarted after the crash (so it is not behind at the election), and
@@ -311,10 +306,10 @@ func (s *Spec) Warnings() []string {
 	n, q := s.N(), score.Quorum(s.N())
 	live := n
 	for _, e := range s.schedule() {
-		if e.Kill != 0 {
+		if e.Stops() {
 			live--
 			if live == q-1 {
-				warn(e.path, "at %v only %d of %d servers are live, fewer than a quorum (%d): writes stall until a restart",
+				warn(e.Source, "at %v only %d of %d servers are live, fewer than a quorum (%d): writes stall until a restart",
 					e.At, live, n, q)
 			}
 		} else {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -360,19 +361,19 @@ func (s *Spec) checkFaults() error {
 			}
 		}
 	}
-	killedBy := map[int]event{}
+	killedBy := map[int]nemesis.Fault{}
 	for _, e := range s.schedule() {
-		if id := e.Kill; id != 0 {
-			if k, dead := killedBy[id]; dead {
-				return s.errf(e.path, "%s is already dead at %v (killed at %v by %s)", topology.Name(id), e.At, k.At, k.path)
+		if e.Stops() {
+			if k, dead := killedBy[e.Server]; dead {
+				return s.errf(e.Source, "%s is already dead at %v (killed at %v by %s)", topology.Name(e.Server), e.At, k.At, k.Source)
 			}
-			killedBy[id] = e
+			killedBy[e.Server] = e
 			continue
 		}
-		if _, dead := killedBy[e.Restart]; !dead {
-			return s.errf(e.path, "%s is not dead at %v: only a killed server can restart", topology.Name(e.Restart), e.At)
+		if _, dead := killedBy[e.Server]; !dead {
+			return s.errf(e.Source, "%s is not dead at %v: only a killed server can restart", topology.Name(e.Server), e.At)
 		}
-		delete(killedBy, e.Restart)
+		delete(killedBy, e.Server)
 	}
 	return nil
 }
