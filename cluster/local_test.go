@@ -81,12 +81,17 @@ func TestLocalClusterFailover(t *testing.T) {
 
 	var mu sync.Mutex
 	acked := map[string]string{}
+	inFlight := make(chan struct{}) // closed once every writer has had a write acknowledged
+	var once sync.Once
 	write := func(id, i int) {
 		path := fmt.Sprintf("/k/p%d-%d", id, i)
 		val := fmt.Sprintf("v%d-%d", id, i)
 		if _, err := conns[id].Create(path, []byte(val), 0, zk.WorldACL(zk.PermAll)); err == nil {
 			mu.Lock()
 			acked[path] = val
+			if len(acked) >= 4*5 {
+				once.Do(func() { close(inFlight) })
+			}
 			mu.Unlock()
 		}
 	}
@@ -101,7 +106,7 @@ func TestLocalClusterFailover(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	<-inFlight // kill the leader with writes in flight
 	if err := c.Kill(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -170,42 +175,36 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 	if _, err := WaitLeader(ctx, c.Servers(), nil); err != nil {
 		t.Fatal(err)
 	}
-	// A shared machine only adds delay, in bursts: judge the median of a few readings
-	// of each monitor's windowed mean, and measure again (three times at most) when a
-	// burst still shows.
-	var bad []string
-	for attempt := 1; attempt <= 3; attempt++ {
-		readings := map[[2]int][]float64{}
-		for i := 0; i < 7; i++ {
-			time.Sleep(1500 * time.Millisecond)
-			for _, s := range c.Servers() {
-				st, err := NodeStatus(ctx, s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range st.Peers {
-					if p.Samples > 0 {
-						readings[[2]int{s.ID, p.ID}] = append(readings[[2]int{s.ID, p.ID}], p.RTTms)
-					}
+	// Seven readings of each monitor's windowed mean (10 heartbeats of 100 ms), one
+	// window apart so they do not overlap; the median is judged, since a shared
+	// machine only adds delay, in bursts. User-space links measure +1.3 to +3.3 % over
+	// the plan at 10-20 ms on this project's 2-core machine, so 6 % is the tolerance.
+	const tolPct = 6
+	readings := map[[2]int][]float64{}
+	for i := 0; i < 7; i++ {
+		time.Sleep(1500 * time.Millisecond) // the sampling period, not a wait for a condition
+		for _, s := range c.Servers() {
+			st, err := NodeStatus(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range st.Peers {
+				if p.Samples > 0 {
+					readings[[2]int{s.ID, p.ID}] = append(readings[[2]int{s.ID, p.ID}], p.RTTms)
 				}
 			}
-		}
-		if len(readings) != 6 {
-			t.Fatalf("measured %d ordered pairs, want 6: %v", len(readings), readings)
-		}
-		bad = nil
-		for pair, rs := range readings {
-			slices.Sort(rs)
-			got, want := rs[len(rs)/2], topo.RTT(pair[0], pair[1])
-			off := 100 * (got - want) / want
-			t.Logf("attempt %d: p%d->p%d: measured %.2f ms, plan %.2f ms (%+.1f%%)", attempt, pair[0], pair[1], got, want, off)
-			if math.Abs(off) > 5 {
-				bad = append(bad, fmt.Sprintf("p%d->p%d: measured %.2f ms, plan %.2f ms: off by %.1f%%", pair[0], pair[1], got, want, off))
-			}
-		}
-		if len(bad) == 0 {
-			return
 		}
 	}
-	t.Errorf("not within 5 %% in three attempts: %v", bad)
+	if len(readings) != 6 {
+		t.Fatalf("measured %d ordered pairs, want 6: %v", len(readings), readings)
+	}
+	for pair, rs := range readings {
+		slices.Sort(rs)
+		got, want := rs[len(rs)/2], topo.RTT(pair[0], pair[1])
+		off := 100 * (got - want) / want
+		t.Logf("p%d->p%d: measured %.2f ms, plan %.2f ms (%+.1f%%)", pair[0], pair[1], got, want, off)
+		if math.Abs(off) > tolPct {
+			t.Errorf("p%d->p%d: measured %.2f ms, plan %.2f ms: off by %.1f%%, more than %d %%", pair[0], pair[1], got, want, off, tolPct)
+		}
+	}
 }
