@@ -53,7 +53,9 @@ func TestPlay(t *testing.T) {
 	var before, after []string
 	done := Play(t.Context(), clock, target, faults, Observer{
 		Before: func(_ context.Context, f Fault) { before = append(before, f.String()) },
-		After:  func(_ context.Context, e Executed) { after = append(after, fmt.Sprintf("%s err=%v", e.Kind, e.Err != nil)) },
+		After: func(_ context.Context, e Executed) {
+			after = append(after, fmt.Sprintf("%s err=%v", e.Kind, e.Err != nil))
+		},
 	})
 	wantLog := []string{"10s kill p1", "58s restart p1", "1m0s kill p5", "1m10s restart p9"}
 	if !slices.Equal(target.log, wantLog) {
