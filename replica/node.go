@@ -118,16 +118,38 @@ func Start(ctx context.Context, cfg Config, lns Listeners, log *slog.Logger) (*N
 	return n, nil
 }
 
+// open brings the node up in its steps: storage, the cores, the listeners, the links,
+// the servers.
 func (n *Node) open(lns Listeners) error {
+	restored, err := n.openStore()
+	if err != nil {
+		return err
+	}
+	if err := n.buildCores(restored.Persisted); err != nil {
+		return err
+	}
+	if err := n.listen(lns); err != nil {
+		return err
+	}
+	schedule, err := n.linkSchedule()
+	if err != nil {
+		return err
+	}
+	n.startTransports(schedule)
+	return n.startServers()
+}
+
+// openStore opens the data directory and restores the tree; a fresh server preloads.
+func (n *Node) openStore() (*storage.Restored, error) {
 	cfg := n.cfg
 	st, err := storage.Open(cfg.DataDir, storage.Options{Fsync: cfg.Fsync, Logger: n.log})
 	if err != nil {
-		return fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
+		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
 	}
 	n.store = st
 	restored, err := st.Restore(n.ctx)
 	if err != nil {
-		return fmt.Errorf("restore from %s: %w", cfg.DataDir, err)
+		return nil, fmt.Errorf("restore from %s: %w", cfg.DataDir, err)
 	}
 	n.tree = restored.Tree
 	fresh := len(restored.Persisted.Log) == 0 && restored.Persisted.Snapshot == 0 && !n.tree.Exists("/preload")
@@ -137,24 +159,26 @@ func (n *Node) open(lns Listeners) error {
 		t0 := time.Now()
 		n.tree.Preload(int64(cfg.PreloadMB) << 20)
 		if _, err := st.Snapshot(n.tree); err != nil {
-			return fmt.Errorf("snapshot of the preloaded tree: %w", err)
+			return nil, fmt.Errorf("snapshot of the preloaded tree: %w", err)
 		}
 		n.log.Info("preloaded", "mb", cfg.PreloadMB, "nodes", n.tree.NodeCount(), "took", time.Since(t0))
 	}
+	return &restored, nil
+}
 
+// buildCores makes the broadcast core from the persisted state and the election core
+// with the configured oracle.
+func (n *Node) buildCores(persisted zab.Persisted) error {
+	cfg := n.cfg
 	var ids []int
-	var peers []uint64
 	for _, p := range cfg.Servers {
 		ids = append(ids, p.ID)
-		peers = append(peers, uint64(p.ID))
 	}
 	tick := time.Duration(cfg.Tick)
-	n.bcast, err = zab.New(zab.Config{
-		ID: uint64(cfg.ID), Peers: peers, Window: cfg.SnapWindow,
-		TimeoutTicks: max(10, int(time.Second/tick)), RetryTicks: max(2, int(200*time.Millisecond/tick)),
-		FetchFrom: zab.FetchFirst, Logger: n.log.With("core", "zab"),
-	}, restored.Persisted)
-	if err != nil {
+	zc := zab.DefaultConfig(cfg.ID, ids, tick)
+	zc.Window, zc.FetchFrom, zc.Logger = cfg.SnapWindow, zab.FetchFirst, n.log.With("core", "zab")
+	var err error
+	if n.bcast, err = zab.New(zc, persisted); err != nil {
 		return fmt.Errorf("broadcast core: %w", err)
 	}
 	oracle, err := pole.FromConfig(cfg.Oracle)
@@ -167,28 +191,17 @@ func (n *Node) open(lns Listeners) error {
 	pc := pole.DefaultConfig(cfg.ID, ids, oracle, tick)
 	pc.HeartbeatTicks = max(1, int(time.Duration(cfg.Heartbeat)/tick))
 	pc.Logger = n.log.With("core", "pole")
-	n.elect, err = pole.NewNode(pc)
-	if err != nil {
+	if n.elect, err = pole.NewNode(pc); err != nil {
 		return fmt.Errorf("election core: %w", err)
 	}
 	n.elect.SetZxid(uint64(n.bcast.Status().LastZxid))
+	return nil
+}
 
+// listen opens the listeners the caller did not hand over.
+func (n *Node) listen(lns Listeners) error {
+	cfg := n.cfg
 	self := cfg.Self()
-	listen := func(l *net.Listener, port int, what string) error {
-		if *l != nil {
-			return nil
-		}
-		addr := self.addr(port)
-		if cfg.ListenHost != "" {
-			addr = net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port))
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("%s port: %w", what, err)
-		}
-		*l = ln
-		return nil
-	}
 	n.lns = lns
 	for _, l := range []struct {
 		ln   *net.Listener
@@ -196,26 +209,45 @@ func (n *Node) open(lns Listeners) error {
 		what string
 	}{{&n.lns.Client, self.ClientPort, "client"}, {&n.lns.Peer, self.PeerPort, "peer"},
 		{&n.lns.Election, self.ElectionPort, "election"}, {&n.lns.Admin, self.AdminPort, "admin"}} {
-		if err := listen(l.ln, l.port, l.what); err != nil {
-			return err
+		if *l.ln != nil {
+			continue
 		}
+		addr := self.addr(l.port)
+		if cfg.ListenHost != "" {
+			addr = net.JoinHostPort(cfg.ListenHost, strconv.Itoa(l.port))
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s port: %w", l.what, err)
+		}
+		*l.ln = ln
 	}
+	return nil
+}
 
-	var schedule func(int, transport.Channel, int) (int64, int64, error)
-	if cfg.LinkPlan != "" {
-		plan, err := netem.ReadPlan(cfg.LinkPlan)
-		if err != nil {
-			return fmt.Errorf("link plan: %w", err)
-		}
-		sched, err := plan.Scheduler(cfg.ID)
-		if err != nil {
-			return fmt.Errorf("link plan %s: %w", cfg.LinkPlan, err)
-		}
-		schedule = func(to int, ch transport.Channel, size int) (int64, int64, error) {
-			return sched.Schedule(to, int(ch), size)
-		}
-		n.log.Info("user-space links from plan", "plan", cfg.LinkPlan)
+// linkSchedule is the user-space links' scheduler from the configured plan; nil when
+// the network is real (or emulated by the kernel).
+func (n *Node) linkSchedule() (func(int, transport.Channel, int) (int64, int64, error), error) {
+	if n.cfg.LinkPlan == "" {
+		return nil, nil
 	}
+	plan, err := netem.ReadPlan(n.cfg.LinkPlan)
+	if err != nil {
+		return nil, fmt.Errorf("link plan: %w", err)
+	}
+	sched, err := plan.Scheduler(n.cfg.ID)
+	if err != nil {
+		return nil, fmt.Errorf("link plan %s: %w", n.cfg.LinkPlan, err)
+	}
+	n.log.Info("user-space links from plan", "plan", n.cfg.LinkPlan)
+	return func(to int, ch transport.Channel, size int) (int64, int64, error) {
+		return sched.Schedule(to, int(ch), size)
+	}, nil
+}
+
+// startTransports starts the election and broadcast channels to the peers.
+func (n *Node) startTransports(schedule func(int, transport.Channel, int) (int64, int64, error)) {
+	cfg := n.cfg
 	peerAddrs := func(port func(Peer) int) map[int]string {
 		m := map[int]string{}
 		for _, p := range cfg.Servers {
@@ -233,10 +265,15 @@ func (n *Node) open(lns Listeners) error {
 		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.PeerPort }), Schedule: schedule,
 		QueueLen: 1 << 14, Logger: n.log.With("channel", "broadcast"),
 	})
+}
 
+// startServers serves the ZooKeeper client port and the admin port.
+func (n *Node) startServers() error {
+	cfg := n.cfg
 	secret := sha256.Sum256(fmt.Appendf(nil, "polebench ensemble of %d", len(cfg.Servers)))
+	var err error
 	n.zk, err = zkserver.New(zkserver.Config{
-		ServerID: int64(cfg.ID), Tick: tick,
+		ServerID: int64(cfg.ID), Tick: time.Duration(cfg.Tick),
 		MinSessionTimeout: time.Duration(cfg.MinSessionTimeout), MaxSessionTimeout: time.Duration(cfg.MaxSessionTimeout),
 		Secret: secret[:], Logger: n.log.With("port", "client"),
 	}, (*backend)(n))
@@ -330,7 +367,7 @@ func (n *Node) run() {
 			n.onPeer(m)
 		case e := <-n.peer.Events():
 			if !e.Up {
-				n.bcast.Disconnected(uint64(e.Peer))
+				n.bcast.Disconnected(e.Peer)
 			}
 		case <-n.election.Events():
 		case s := <-n.submits:
@@ -363,7 +400,7 @@ func (n *Node) onPeer(m transport.Message) {
 			n.log.Warn("bad broadcast message", "from", m.From, "err", err)
 			return
 		}
-		if int(zm.From) != m.From {
+		if zm.From != m.From {
 			n.log.Warn("broadcast message with a forged sender", "from", m.From, "claims", zm.From)
 			return
 		}
@@ -421,7 +458,7 @@ func (n *Node) onTick() {
 		for id := range n.touched {
 			b = binary.BigEndian.AppendUint64(b, uint64(id))
 		}
-		n.peer.Send(int(st.Leader), transport.Broadcast, b)
+		n.peer.Send(st.Leader, transport.Broadcast, b)
 		clear(n.touched)
 	}
 	if n.tracker != nil && st.Serving {
@@ -461,7 +498,7 @@ func (n *Node) electionReady(rd pole.Ready) {
 			n.timeline.Add(event.Event{Kind: event.Election, Epoch: e.Epoch, Zxid: uint64(n.bcast.Status().LastZxid)})
 		case pole.EventLeader:
 			n.timeline.Add(event.Event{Kind: event.Elected, Epoch: e.Epoch, Leader: e.Leader})
-			if err := n.bcast.Elected(uint64(e.Leader)); err != nil {
+			if err := n.bcast.Elected(e.Leader); err != nil {
 				n.log.Error("elected leader refused", "err", err)
 			}
 		case pole.EventResign:
@@ -540,7 +577,7 @@ func (n *Node) trackSession(txn datatree.Txn, res datatree.Result) {
 }
 
 func (n *Node) onBroadcastEvent(e zab.Event) {
-	ev := event.Event{Kind: e.Type.Kind(), Epoch: uint64(e.Epoch), Leader: int(e.Leader), Zxid: uint64(e.Zxid), Reason: e.Reason}
+	ev := event.Event{Kind: e.Type.Kind(), Epoch: uint64(e.Epoch), Leader: e.Leader, Zxid: uint64(e.Zxid), Reason: e.Reason}
 	n.timeline.Add(ev)
 	n.log.Info("broadcast", "event", e.String())
 	switch e.Type {
@@ -575,7 +612,7 @@ func (n *Node) sendZab(m zab.Message) {
 		n.log.Error("encode broadcast message", "msg", m.String(), "err", err)
 		return
 	}
-	n.peer.Send(int(m.To), transport.Broadcast, b)
+	n.peer.Send(m.To, transport.Broadcast, b)
 }
 
 // sendSnapshot streams this server's state, as it is before this Ready's commits,

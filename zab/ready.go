@@ -130,7 +130,7 @@ func (t EventType) String() string { return string(t.Kind()) }
 // Event is one state change; the driver stamps it with its clock.
 type Event struct {
 	Type   EventType
-	Leader uint64
+	Leader int
 	Epoch  uint32 // the leader's epoch, once known
 	Zxid   Zxid   // LEADING: last zxid; SYNCED: commit point; FIRST_COMMIT: its zxid
 	Reason string // LOOKING only
@@ -163,9 +163,9 @@ func (r Role) String() string {
 // Status is a snapshot of the core's state, for the election (LastZxid is the
 // history oracle's score) and for monitoring.
 type Status struct {
-	ID            uint64
+	ID            int
 	Role          Role
-	Leader        uint64 // 0 while looking
+	Leader        int    // 0 while looking
 	Serving       bool   // in the broadcast phase: Propose works
 	Epoch         uint32 // the epoch of the leader being followed or led, once known
 	AcceptedEpoch uint32
