@@ -131,11 +131,11 @@ func (n *Node) open(lns Listeners) error {
 	if err := n.listen(lns); err != nil {
 		return err
 	}
-	schedule, err := n.linkSchedule()
+	links, err := n.linkSchedule()
 	if err != nil {
 		return err
 	}
-	n.startTransports(schedule)
+	n.startTransports(links)
 	return n.startServers()
 }
 
@@ -225,28 +225,41 @@ func (n *Node) listen(lns Listeners) error {
 	return nil
 }
 
-// linkSchedule is the user-space links' scheduler from the configured plan; nil when
-// the network is real (or emulated by the kernel).
-func (n *Node) linkSchedule() (func(int, transport.Channel, int) (int64, int64, error), error) {
+// userLinks emulates the network in user space from the configured plan: when each
+// message departs and arrives, and how late a closed stream is noticed.
+type userLinks struct {
+	schedule   func(int, transport.Channel, int) (int64, int64, error)
+	closeDelay func(from int) time.Duration
+}
+
+// linkSchedule reads the user-space links from the configured plan; zero when the
+// network is real (or emulated by the kernel).
+func (n *Node) linkSchedule() (userLinks, error) {
 	if n.cfg.LinkPlan == "" {
-		return nil, nil
+		return userLinks{}, nil
 	}
 	plan, err := netem.ReadPlan(n.cfg.LinkPlan)
 	if err != nil {
-		return nil, fmt.Errorf("link plan: %w", err)
+		return userLinks{}, fmt.Errorf("link plan: %w", err)
 	}
 	sched, err := plan.Scheduler(n.cfg.ID)
 	if err != nil {
-		return nil, fmt.Errorf("link plan %s: %w", n.cfg.LinkPlan, err)
+		return userLinks{}, fmt.Errorf("link plan %s: %w", n.cfg.LinkPlan, err)
 	}
 	n.log.Info("user-space links from plan", "plan", n.cfg.LinkPlan)
-	return func(to int, ch transport.Channel, size int) (int64, int64, error) {
-		return sched.Schedule(to, int(ch), size)
+	return userLinks{
+		schedule: func(to int, ch transport.Channel, size int) (int64, int64, error) {
+			return sched.Schedule(to, int(ch), size)
+		},
+		closeDelay: func(from int) time.Duration {
+			l, _ := plan.Link(from, n.cfg.ID)
+			return l.Delay
+		},
 	}, nil
 }
 
 // startTransports starts the election and broadcast channels to the peers.
-func (n *Node) startTransports(schedule func(int, transport.Channel, int) (int64, int64, error)) {
+func (n *Node) startTransports(links userLinks) {
 	cfg := n.cfg
 	peerAddrs := func(port func(Peer) int) map[int]string {
 		m := map[int]string{}
@@ -258,12 +271,12 @@ func (n *Node) startTransports(schedule func(int, transport.Channel, int) (int64
 		return m
 	}
 	n.election = transport.New(n.ctx, n.lns.Election, transport.Config{
-		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.ElectionPort }), Schedule: schedule,
-		Logger: n.log.With("channel", "election"),
+		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.ElectionPort }), Schedule: links.schedule,
+		CloseDelay: links.closeDelay, Logger: n.log.With("channel", "election"),
 	})
 	n.peer = transport.New(n.ctx, n.lns.Peer, transport.Config{
-		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.PeerPort }), Schedule: schedule,
-		QueueLen: 1 << 14, Logger: n.log.With("channel", "broadcast"),
+		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.PeerPort }), Schedule: links.schedule,
+		CloseDelay: links.closeDelay, QueueLen: 1 << 14, Logger: n.log.With("channel", "broadcast"),
 	})
 }
 
@@ -366,7 +379,10 @@ func (n *Node) run() {
 		case m := <-n.peer.Recv():
 			n.onPeer(m)
 		case e := <-n.peer.Events():
-			if !e.Up {
+			switch {
+			case e.Closed:
+				n.bcast.Closed(e.Peer)
+			case !e.Up:
 				n.bcast.Disconnected(e.Peer)
 			}
 		case <-n.election.Events():

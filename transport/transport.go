@@ -53,6 +53,9 @@ type Event struct {
 	Peer    int
 	Channel Channel
 	Up      bool // true: a new outgoing connection is established
+	// Closed: the peer closed its stream to us (its process most likely died), one
+	// link delay after it did (Config.CloseDelay); what it had sent is all delivered.
+	Closed bool
 }
 
 // MaxFrame bounds one message; snapshots travel in chunks well below it.
@@ -81,6 +84,11 @@ type Config struct {
 	// sender's death, as packets in a kernel qdisc do; what has not departed dies
 	// with the sender, and what arrives for a dead receiver is lost.
 	Schedule func(to int, ch Channel, size int) (depart, arrive int64, err error)
+	// CloseDelay, if set, is the one-way delay of the link from a peer: a closed
+	// incoming stream is reported that long after the close is seen, as a WAN delivers
+	// the FIN of a killed process one link delay later. Leave it nil when the network
+	// (or the kernel's netem) delays packets itself.
+	CloseDelay func(from int) time.Duration
 	// Dial defaults to a net.Dialer with a 2 s timeout.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// Backoff bounds for reconnecting: starts at MinBackoff, doubles up to MaxBackoff.
@@ -280,9 +288,13 @@ func (t *Transport) serve(c net.Conn) {
 	for {
 		p, err := ReadFrame(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && t.ctx.Err() == nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, io.EOF) {
 				t.log.Debug("stream closed", "peer", from, "channel", ch, "err", err)
 			}
+			t.closed(from, ch)
 			return
 		}
 		if stamped {
@@ -301,6 +313,25 @@ func (t *Transport) serve(c net.Conn) {
 		case <-t.ctx.Done():
 			return
 		}
+	}
+}
+
+// closed reports that peer's stream on ch ended, after the link's delay: every frame
+// it carried has been delivered by then (frames are read, and held, in order).
+func (t *Transport) closed(peer int, ch Channel) {
+	var delay time.Duration
+	if t.cfg.CloseDelay != nil {
+		delay = t.cfg.CloseDelay(peer)
+	}
+	e := Event{Peer: peer, Channel: ch, Closed: true}
+	if delay <= 0 {
+		t.emit(e)
+		return
+	}
+	select {
+	case <-time.After(delay):
+		t.emit(e)
+	case <-t.ctx.Done():
 	}
 }
 

@@ -257,3 +257,45 @@ func TestUserSpaceLink(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
+
+// A peer that dies closes its streams: the receiver hears it one link delay later, and
+// only after everything the peer sent before (here held by a 30 ms user-space link).
+func TestPeerCloseReportedAfterLinkDelay(t *testing.T) {
+	const delay = 30 * time.Millisecond
+	ts := cluster(t, 2, func(c *Config) {
+		c.CloseDelay = func(int) time.Duration { return delay }
+		c.Schedule = func(int, Channel, int) (int64, int64, error) {
+			now := netem.Now()
+			return now, now + int64(delay), nil
+		}
+	})
+	t1, t2 := ts[0], ts[1]
+	t1.Send(2, Broadcast, []byte("last words"))
+	time.Sleep(5 * time.Millisecond) // let the frame reach t2's socket before t1 dies
+	died := time.Now()
+	t1.Close()
+	var got Message
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case got = <-t2.Recv():
+			continue
+		case e := <-t2.Events():
+			if !e.Closed {
+				continue
+			}
+			if e.Peer != 1 || e.Channel != Broadcast {
+				t.Fatalf("closed event %+v", e)
+			}
+			if string(got.Payload) != "last words" {
+				t.Fatalf("the close was reported before the last message (%q)", got.Payload)
+			}
+			if el := time.Since(died); el < delay {
+				t.Fatalf("the close was reported %v after the peer died, before the link's %v", el, delay)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no closed event within 5s")
+		}
+	}
+}

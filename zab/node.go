@@ -239,6 +239,19 @@ func (n *Node) Elected(leader int) error {
 	return nil
 }
 
+// Closed tells the node that peer closed its connection: its process has most likely
+// died (a killed process's sockets close at once, and the FIN reaches the peers one
+// link delay later). A follower of that peer goes LOOKING at once, as ZooKeeper's
+// followers do when the leader's socket closes, instead of waiting out TimeoutTicks,
+// which stays for silent failures. Anything else is handled as Disconnected.
+func (n *Node) Closed(peer int) {
+	if n.role == Following && peer == n.leader {
+		n.becomeLooking(fmt.Sprintf("leader %d closed its connection", peer))
+		return
+	}
+	n.Disconnected(peer)
+}
+
 // Disconnected tells the node that the connection to peer broke, so messages to
 // or from it may have been lost. A follower starts its handshake with the leader
 // again; a leader stops sending to the peer until it does.

@@ -211,6 +211,9 @@ func runCommand(np **Node, line string) (string, error) {
 	case "disconnected":
 		v, _ := strconv.Atoi(f[1])
 		n.Disconnected(v)
+	case "closed":
+		v, _ := strconv.Atoi(f[1])
+		n.Closed(v)
 	case "tick":
 		k := 1
 		if len(f) > 1 {
