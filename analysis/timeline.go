@@ -44,11 +44,17 @@ func HarnessRecord(at time.Duration, kind event.Kind, server int, err error) Rec
 	return r
 }
 
-// FaultRecord is an executed fault: a KILL (for a crash too) or a RESTART.
+// FaultRecord is an executed fault: a KILL (for a crash too), a RESTART, a PARTITION
+// (links cut) or a HEAL; the nemesis kind is kept beside.
 func FaultRecord(e nemesis.Executed) Record {
-	kind := event.Kill
-	if !e.Stops() {
-		kind = event.Restart
+	kind := event.Restart
+	switch {
+	case e.Stops():
+		kind = event.Kill
+	case e.Cuts():
+		kind = event.Partition
+	case e.Restores():
+		kind = event.Heal
 	}
 	r := HarnessRecord(e.Issued, kind, e.Server, e.Err)
 	r.Fault = e.Kind

@@ -13,6 +13,7 @@ import (
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/workload"
 )
 
 // node is a node's event at ms on the run's clock.
@@ -140,5 +141,21 @@ func TestPredict(t *testing.T) {
 	})
 	if got := YClip(map[string]map[string]float64{"after": {"D1": 41.5}}); got != 124.5 {
 		t.Errorf("YClip = %v", got)
+	}
+}
+
+func TestBehindAtCrash(t *testing.T) {
+	var recs []workload.Record
+	for z := int64(1); z <= 10; z++ {
+		recs = append(recs, workload.Record{Outcome: workload.OK, Zxid: 1<<32 | z})
+	}
+	recs = append(recs, workload.Record{Outcome: workload.Failed}) // no zxid: not a write anyone lacks
+	got := behind(map[int]uint64{1: 1<<32 | 3, 2: 1<<32 | 10, 4: 1<<32 | 10}, recs, 1024)
+	want := map[int]Behind{1: {7, 7 * 1024}, 2: {}, 4: {}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("behind = %v, want %v", got, want)
+	}
+	if behind(nil, recs, 1024) != nil {
+		t.Fatal("behind without an election")
 	}
 }

@@ -103,3 +103,47 @@ func TestWallClock(t *testing.T) {
 		t.Fatalf("wait on a cancelled context: %v", err)
 	}
 }
+
+// linkRecorder is a recorder that can cut links.
+type linkRecorder struct{ recorder }
+
+func (r *linkRecorder) SetLinks(_ context.Context, pairs [][2]int, cut, only bool) error {
+	r.log = append(r.log, fmt.Sprintf("%v cut=%v broadcast-only=%v %v", r.clock.now, cut, only, pairs))
+	return nil
+}
+
+func TestPartitionsAndHeal(t *testing.T) {
+	if got := Pairs([][]int{{1, 2}, {5, 3, 4}}); fmt.Sprint(got) != "[[1 5] [1 3] [1 4] [2 5] [2 3] [2 4]]" {
+		t.Fatalf("Pairs = %v", got)
+	}
+	clock := &fakeClock{}
+	target := &linkRecorder{recorder{clock: clock}}
+	faults := []Fault{
+		{At: 1 * time.Second, Kind: Outdate, Server: 1, Pairs: [][2]int{{1, 2}, {1, 3}}, BroadcastOnly: true},
+		{At: 2 * time.Second, Kind: Partition, Pairs: Pairs([][]int{{1, 2}, {3}})},
+		{At: 3 * time.Second, Kind: Rejoin, Server: 1, Pairs: [][2]int{{1, 2}, {1, 3}}, BroadcastOnly: true},
+		{At: 4 * time.Second, Kind: Heal},
+	}
+	done := Play(t.Context(), clock, target, faults, Observer{})
+	want := []string{
+		"1s cut=true broadcast-only=true [[1 2] [1 3]]",
+		"2s cut=true broadcast-only=false [[1 3] [2 3]]",
+		"3s cut=false broadcast-only=true [[1 2] [1 3]]",
+		// The rejoin restored the outdate's broadcast; the heal restores the partition.
+		"4s cut=false broadcast-only=false [[1 3] [2 3]]",
+	}
+	if !slices.Equal(target.log, want) {
+		t.Errorf("links:\n got %q\nwant %q", target.log, want)
+	}
+	for _, e := range done {
+		if e.Err != nil {
+			t.Errorf("%v: %v", e.Fault, e.Err)
+		}
+	}
+	// A target that cannot cut links says so, and the schedule goes on.
+	plain := &recorder{clock: &fakeClock{}}
+	done = Play(t.Context(), plain.clock, plain, []Fault{{At: time.Second, Kind: Isolate, Server: 2, Pairs: [][2]int{{1, 2}}}, {At: 2 * time.Second, Kind: Kill, Server: 3}}, Observer{})
+	if len(done) != 2 || done[0].Err == nil || done[1].Err != nil {
+		t.Fatalf("executed %+v", done)
+	}
+}

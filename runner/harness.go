@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/workload"
 )
 
@@ -77,6 +79,31 @@ func (n *nodeEvents) all() map[int][]event.Event {
 		out[id] = slices.Clone(ev)
 	}
 	return out
+}
+
+// target is what the nemesis acts on: the cluster's kill and restart, and links cut
+// by the replicas themselves through their admin ports (whatever emulates the links).
+type target struct {
+	cluster.Cluster
+}
+
+// SetLinks cuts or restores every pair's links at both ends that are alive: one live
+// end suffices to stop both directions, and a server restarted meanwhile is still cut
+// by its peers.
+func (t target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error {
+	peers := map[int][]int{}
+	for _, p := range pairs {
+		peers[p[0]] = append(peers[p[0]], p[1])
+		peers[p[1]] = append(peers[p[1]], p[0])
+	}
+	var errs []error
+	for _, s := range t.Servers() {
+		if len(peers[s.ID]) == 0 || !t.Alive(s.ID) {
+			continue
+		}
+		errs = append(errs, cluster.SetCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
+	}
+	return errors.Join(errs...)
 }
 
 // measuredRTTs is what each live server's heartbeat monitor measured, beside the plan.
@@ -158,7 +185,7 @@ func (r *trial) observer(cl cluster.Cluster, w *workload.Workload, servers []clu
 			switch {
 			case e.Stops():
 				w.ServerDown(e.Server)
-			case e.Err == nil:
+			case e.Kind == nemesis.Restart && e.Err == nil:
 				go func() {
 					if err := cluster.WaitServing(ctx, []cluster.Server{byID[e.Server]}, nil); err == nil {
 						r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.Serving, e.Server, nil))

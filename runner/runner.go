@@ -216,7 +216,7 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
-		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, cl, sp.FaultSchedule(), r.observer(cl, w, servers))
+		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, target{cl}, sp.FaultSchedule(), r.observer(cl, w, servers))
 	}()
 	progDone := make(chan struct{})
 	go func() {
@@ -309,7 +309,10 @@ func (r *trial) waitInitialLeader(ctx context.Context, cl cluster.Cluster) error
 func (r *trial) analyse(tl []analysis.Record, recs []workload.Record, ver *workload.Verification) (*analysis.Summary, error) {
 	sp := r.o.Spec
 	ev := analysis.FindEvents(tl, analysis.Events{WarmupEnd: sp.Workload.Warmup, End: sp.Duration, InitialLeader: sp.InitialLeader})
-	in := analysis.Input{Records: recs, Events: ev, OfferedRate: sp.Rates.Total}
+	in := analysis.Input{Records: recs, Events: ev, OfferedRate: sp.Rates.Total, PayloadBytes: sp.Workload.PayloadBytes}
+	for _, o := range sp.Outdate {
+		in.Outdated = append(in.Outdated, o.Server)
+	}
 	if pred, err := sp.Model(); err != nil {
 		r.log.Warn("no model prediction", "err", err)
 	} else {

@@ -51,18 +51,30 @@ type Workload struct {
 	Warmup            time.Duration // load runs but is not measured as "before the crash" until then
 }
 
-// Fault is one kill or restart at a time from the start of the run.
+// Fault is one entry of faults: at a time from the start of the run, a kill or a
+// restart of a server, a partition into groups, the isolation of a server, or the heal
+// of every partition so far. Exactly one is set.
 type Fault struct {
-	At      time.Duration
-	Kill    int // server id, or 0
-	Restart int // server id, or 0; exactly one of Kill/Restart is set
+	At        time.Duration
+	Kill      int     // server id, or 0
+	Restart   int     // server id, or 0
+	Partition [][]int // groups of servers that cannot reach each other
+	Isolate   int     // server id cut from every other server, or 0
+	Heal      bool
 }
 
 func (f Fault) String() string {
-	if f.Kill != 0 {
+	switch {
+	case f.Kill != 0:
 		return fmt.Sprintf("kill %s at %v", topology.Name(f.Kill), f.At)
+	case f.Restart != 0:
+		return fmt.Sprintf("restart %s at %v", topology.Name(f.Restart), f.At)
+	case f.Partition != nil:
+		return fmt.Sprintf("partition %v at %v", f.Partition, f.At)
+	case f.Isolate != 0:
+		return fmt.Sprintf("isolate %s at %v", topology.Name(f.Isolate), f.At)
 	}
-	return fmt.Sprintf("restart %s at %v", topology.Name(f.Restart), f.At)
+	return fmt.Sprintf("heal at %v", f.At)
 }
 
 // Outdate makes a server miss writes: killed at KillAt, restarted at RestartAt (the paper
@@ -195,14 +207,28 @@ func decodeFaults(d *decoder, s *Spec) field {
 			return nil
 		}
 	}
+	groups := func(dst *[][]int) field {
+		return func(n *yaml.Node, path string) error {
+			*dst = [][]int{}
+			return d.list(n, path, func(_ int, g *yaml.Node, p string) error {
+				var ids []int
+				err := d.ints(&ids)(g, p)
+				*dst = append(*dst, ids)
+				return err
+			})
+		}
+	}
 	return func(n *yaml.Node, path string) error {
 		s.Faults = nil
 		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
 			var f Fault
 			err := d.mapping(e, p, map[string]field{
-				"at":      d.duration(&f.At),
-				"kill":    server(&f.Kill),
-				"restart": server(&f.Restart),
+				"at":        d.duration(&f.At),
+				"kill":      server(&f.Kill),
+				"restart":   server(&f.Restart),
+				"isolate":   server(&f.Isolate),
+				"heal":      d.boolean(&f.Heal),
+				"partition": groups(&f.Partition),
 			}, "at")
 			s.Faults = append(s.Faults, f)
 			return err
@@ -254,29 +280,60 @@ func (s *Spec) schedule() []nemesis.Fault {
 	if s.CrashAt > 0 {
 		ev = append(ev, nemesis.Fault{At: s.CrashAt, Kind: nemesis.Crash, Server: s.InitialLeader, Source: "crash_at"})
 	}
+	others := func(id int) [][2]int {
+		var out [][2]int
+		for x := 1; x <= s.N(); x++ {
+			if x != id {
+				out = append(out, [2]int{min(id, x), max(id, x)})
+			}
+		}
+		return out
+	}
 	for i, o := range s.Outdate {
 		p := index("outdate", i)
+		// Cut from the broadcast before it restarts, so no leader of that time can
+		// bring it up to date; it takes part in elections all along, and rejoins the
+		// broadcast at the crash.
 		ev = append(ev, nemesis.Fault{At: o.KillAt, Kind: nemesis.Kill, Server: o.Server, Source: p + ".kill_at"},
+			nemesis.Fault{At: o.RestartAt, Kind: nemesis.Outdate, Server: o.Server, Pairs: others(o.Server), BroadcastOnly: true, Source: p + ".restart_at"},
 			nemesis.Fault{At: o.RestartAt, Kind: nemesis.Restart, Server: o.Server, Source: p + ".restart_at"})
+		if s.CrashAt > 0 {
+			at := max(s.CrashAt, o.RestartAt)
+			ev = append(ev, nemesis.Fault{At: at, Kind: nemesis.Rejoin, Server: o.Server, Pairs: others(o.Server), BroadcastOnly: true, Source: "crash_at"})
+		}
 	}
 	for i, f := range s.Faults {
-		nf := nemesis.Fault{At: f.At, Kind: nemesis.Kill, Server: f.Kill, Source: index("faults", i) + ".kill"}
-		if f.Kill == 0 {
-			nf = nemesis.Fault{At: f.At, Kind: nemesis.Restart, Server: f.Restart, Source: index("faults", i) + ".restart"}
+		p := index("faults", i)
+		var nf nemesis.Fault
+		switch {
+		case f.Kill != 0:
+			nf = nemesis.Fault{Kind: nemesis.Kill, Server: f.Kill, Source: p + ".kill"}
+		case f.Restart != 0:
+			nf = nemesis.Fault{Kind: nemesis.Restart, Server: f.Restart, Source: p + ".restart"}
+		case f.Partition != nil:
+			nf = nemesis.Fault{Kind: nemesis.Partition, Pairs: nemesis.Pairs(f.Partition), Source: p + ".partition"}
+		case f.Isolate != 0:
+			nf = nemesis.Fault{Kind: nemesis.Isolate, Server: f.Isolate, Pairs: others(f.Isolate), Source: p + ".isolate"}
+		default:
+			nf = nemesis.Fault{Kind: nemesis.Heal, Source: p + ".heal"}
 		}
+		nf.At = f.At
 		ev = append(ev, nf)
 	}
-	stops := func(f nemesis.Fault) int {
-		if f.Stops() {
+	// At one instant: cuts, then restarts, then kills, then what restores links.
+	rank := func(f nemesis.Fault) int {
+		switch {
+		case f.Cuts():
+			return 0
+		case f.Kind == nemesis.Restart:
 			return 1
+		case f.Stops():
+			return 2
 		}
-		return 0
+		return 3
 	}
 	slices.SortStableFunc(ev, func(a, b nemesis.Fault) int {
-		if c := cmp.Compare(a.At, b.At); c != 0 {
-			return c
-		}
-		return stops(a) - stops(b) // restarts first
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(rank(a), rank(b)))
 	})
 	return ev
 }
@@ -306,6 +363,9 @@ func (s *Spec) Warnings() []string {
 	n, q := s.N(), score.Quorum(s.N())
 	live := n
 	for _, e := range s.schedule() {
+		if e.Kind != nemesis.Restart && !e.Stops() {
+			continue
+		}
 		if e.Stops() {
 			live--
 			if live == q-1 {

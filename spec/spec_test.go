@@ -201,9 +201,9 @@ func TestRecoverySpecs(t *testing.T) {
 		sched   string
 		history []int // the servers history ties: outdated ones are behind
 	}{
-		{"two-dc-recovery", score.Rotating, 1, "[kill p1 at 10s restart p1 at 58s crash p5 at 1m0s]",
+		{"two-dc-recovery", score.Rotating, 1, "[kill p1 at 10s outdate p1 at 58s restart p1 at 58s crash p5 at 1m0s rejoin p1 at 1m0s]",
 			[]int{2, 3, 4}},
-		{"three-dc-recovery", score.History, 4, "[kill p2 at 10s kill p3 at 10s restart p2 at 58s restart p3 at 58s crash p5 at 1m0s]",
+		{"three-dc-recovery", score.History, 4, "[kill p2 at 10s kill p3 at 10s outdate p2 at 58s outdate p3 at 58s restart p2 at 58s restart p3 at 58s crash p5 at 1m0s rejoin p2 at 1m0s rejoin p3 at 1m0s]",
 			[]int{1, 4}},
 	}
 	for _, tc := range tests {

@@ -109,7 +109,8 @@ type Transport struct {
 
 	mu    sync.Mutex
 	out   map[outKey]*outStream
-	conns map[net.Conn]struct{} // accepted, to close on shutdown
+	conns map[net.Conn]int // accepted, to close on shutdown: the peer once known (0 before)
+	cut   map[int]bool     // peers whose streams are cut both ways (a partition)
 }
 
 type outKey struct {
@@ -140,7 +141,7 @@ func New(ctx context.Context, ln net.Listener, cfg Config) *Transport {
 		cfg: cfg, log: cfg.Logger.With("transport", cfg.ID), ln: ln,
 		recv: make(chan Message, 1024), events: make(chan Event, 256),
 		ctx: ctx, cancel: cancel,
-		out: map[outKey]*outStream{}, conns: map[net.Conn]struct{}{},
+		out: map[outKey]*outStream{}, conns: map[net.Conn]int{}, cut: map[int]bool{},
 	}
 	t.wg.Add(1)
 	go t.accept()
@@ -163,6 +164,10 @@ func (t *Transport) Send(to int, ch Channel, payload []byte) bool {
 		return false
 	}
 	t.mu.Lock()
+	if t.cut[to] {
+		t.mu.Unlock()
+		return false
+	}
 	k := outKey{to, ch}
 	s := t.out[k]
 	if s == nil {
@@ -195,6 +200,45 @@ func (t *Transport) Send(to int, ch Channel, payload []byte) bool {
 		}
 	}
 	return false
+}
+
+// Cut cuts (or, with false, restores) every stream to and from peer, as a network
+// partition would: while cut, what this side sends to peer is dropped and what peer
+// sends is refused. Cutting resets the outgoing streams (their queued messages are
+// lost, and Events reports the break) and closes the incoming ones (reported as
+// Closed, so a follower of peer stops waiting for it). Both sides of a link must be
+// cut for a partition to hold whatever the other side does; cutting one side already
+// stops every message in both directions.
+func (t *Transport) Cut(peer int, cut bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cut[peer] == cut {
+		return
+	}
+	if !cut {
+		delete(t.cut, peer)
+		return
+	}
+	t.cut[peer] = true
+	for k, s := range t.out {
+		if k.to == peer {
+			select {
+			case s.reset <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for c, from := range t.conns {
+		if from == peer {
+			c.Close()
+		}
+	}
+}
+
+func (t *Transport) isCut(peer int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cut[peer]
 }
 
 // Close stops everything and waits for the goroutines.
@@ -233,7 +277,7 @@ func (t *Transport) accept() {
 			c.Close()
 			return
 		}
-		t.conns[c] = struct{}{}
+		t.conns[c] = 0
 		t.mu.Unlock()
 		t.wg.Add(1)
 		go t.serve(c)
@@ -266,6 +310,15 @@ func (t *Transport) serve(c net.Conn) {
 	if _, ok := t.cfg.Peers[from]; !ok {
 		t.log.Warn("refused connection from unknown peer", "peer", from, "remote", c.RemoteAddr())
 		return
+	}
+	t.mu.Lock()
+	cut := t.cut[from]
+	if !cut {
+		t.conns[c] = from
+	}
+	t.mu.Unlock()
+	if cut {
+		return // a partition: refused
 	}
 	var waker *netem.Waker
 	if stamped {
@@ -307,6 +360,10 @@ func (t *Transport) serve(c net.Conn) {
 			if err := waker.SleepUntil(at); err != nil {
 				return
 			}
+		}
+		if t.isCut(from) {
+			t.closed(from, ch)
+			return
 		}
 		select {
 		case t.recv <- Message{From: from, Channel: ch, Payload: p}:

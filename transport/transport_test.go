@@ -299,3 +299,52 @@ func TestPeerCloseReportedAfterLinkDelay(t *testing.T) {
 		}
 	}
 }
+
+// A cut on one side stops both directions; healing lets both flow again.
+func TestCutStopsBothDirections(t *testing.T) {
+	ts := cluster(t, 2, func(c *Config) { c.MinBackoff, c.MaxBackoff = 5*time.Millisecond, 20*time.Millisecond })
+	t1, t2 := ts[0], ts[1]
+	go func() { // t1's owner reads its events, as a node's loop does
+		for range t1.Events() {
+		}
+	}()
+	t1.Send(2, Broadcast, []byte("before"))
+	if m := recv(t, t2); string(m.Payload) != "before" {
+		t.Fatalf("got %q", m.Payload)
+	}
+	t2.Cut(1, true)
+	waitEvent(t, t2, Event{Peer: 1, Channel: Broadcast, Closed: true}) // t1's stream to t2 was closed
+	if t2.Send(1, Election, []byte("x")) {
+		t.Fatal("a cut side sent to its peer")
+	}
+	for i := range 20 {
+		t1.Send(2, Broadcast, fmt.Appendf(nil, "during %d", i))
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case m := <-t2.Recv():
+		t.Fatalf("received %q through a cut", m.Payload)
+	case <-time.After(100 * time.Millisecond):
+	}
+	t2.Cut(1, false)
+	deadline := time.After(5 * time.Second)
+	for i := 0; ; i++ {
+		t1.Send(2, Broadcast, []byte("after"))
+		select {
+		case m := <-t2.Recv():
+			if string(m.Payload) != "after" {
+				t.Fatalf("after healing, got %q", m.Payload)
+			}
+			if !t2.Send(1, Election, []byte("y")) {
+				t.Fatal("a healed side cannot send")
+			}
+			if m := recv(t, t1); string(m.Payload) != "y" {
+				t.Fatalf("t1 got %q", m.Payload)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("nothing flows after healing")
+		}
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,6 +31,17 @@ func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *
 		lead += " (" + note + ")"
 	}
 	fmt.Fprintln(w, lead)
+	if len(s.BehindAtCrash) > 0 {
+		var parts []string
+		for _, id := range slices.Sorted(maps.Keys(s.BehindAtCrash)) {
+			b := s.BehindAtCrash[id]
+			parts = append(parts, fmt.Sprintf("p%d %d (%.1f MB)", id, b.Transactions, float64(b.Bytes)/(1<<20)))
+		}
+		fmt.Fprintf(w, "behind at the crash (acknowledged writes): %s\n", strings.Join(parts, ", "))
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
 	if s.ElectionMS != nil {
 		fmt.Fprintf(w, "election %.0f ms (kill to LEADING)", *s.ElectionMS)
 	}
