@@ -19,6 +19,7 @@ import (
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/workload"
 )
 
 // These tests run the paper's experiments end to end on the local backend, shortened
@@ -169,6 +170,12 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 			if sum.RecoveryMS == nil {
 				t.Fatal("no recovery time measured")
 			}
+			if b := sum.BehindAtCrash[1]; b.Transactions == 0 {
+				t.Errorf("the outdated p1 was not behind at the crash: %+v", sum.BehindAtCrash)
+			}
+			if len(sum.Warnings) > 0 {
+				t.Errorf("warnings: %v", sum.Warnings)
+			}
 			rec[c.oracle] = *sum.RecoveryMS
 		})
 	}
@@ -310,4 +317,57 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPartition splits the two-DC cluster into D1 (p1, p2) and D2 (p3, p4, p5) for 6 s:
+// the majority side keeps its leader and commits, D1's clients see failures (never a
+// wrong answer), and after the heal nothing acknowledged is lost and the history is
+// linearizable.
+func TestPartition(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "partition.yaml")
+	b, err := spec.Shipped("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, []byte("faults:\n  - {at: 8s, partition: [[1, 2], [3, 4, 5]]}\n  - {at: 14s, heal: true}\n")...)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = s.With(spec.Setting{Name: "duration", Value: "24s"}, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "repetitions", Value: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	sum := runSpec(t, s) // checks 0 lost acknowledged writes and the run directory
+	if sum.Requests.Failed+sum.Requests.Unknown == 0 {
+		t.Error("no request failed while D1 was cut off from the quorum")
+	}
+	ver := readVerification(t)
+	if ver.Linearizability != "ok" {
+		t.Errorf("linearizability: %s", ver.Linearizability)
+	}
+	var cuts, heals int
+	for _, e := range lastEvents(t) {
+		switch {
+		case e.Source == analysis.SourceHarness && e.Kind == event.Partition && e.Error == "":
+			cuts++
+		case e.Source == analysis.SourceHarness && e.Kind == event.Heal && e.Error == "":
+			heals++
+		case e.Source == analysis.SourceNode && e.Kind == event.Leading && e.Server != 5 && e.AtMS > 0:
+			t.Errorf("p%d took over at %.0f ms: the majority side should keep p5", e.Server, e.AtMS)
+		}
+	}
+	if cuts != 1 || heals != 1 {
+		t.Errorf("%d partitions and %d heals recorded, want 1 and 1", cuts, heals)
+	}
+}
+
+func readVerification(t *testing.T) workload.Verification {
+	t.Helper()
+	var v workload.Verification
+	readJSON(t, filepath.Join(lastDir, "verification.json"), &v)
+	return v
 }
