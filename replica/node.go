@@ -61,6 +61,10 @@ type Node struct {
 
 	submits chan submit
 	touches chan int64
+	// held: what waits, per peer, for a snapshot being streamed to it; snapDone says
+	// a stream is queued.
+	held     map[int][]func()
+	snapDone chan snapDone
 	status  atomic.Pointer[nodeStatus]
 
 	timeline *event.Timeline
@@ -102,6 +106,7 @@ func Start(ctx context.Context, cfg Config, lns Listeners, log *slog.Logger) (*N
 	n := &Node{
 		cfg: cfg, log: log, start: time.Now(),
 		submits: make(chan submit, 4096), touches: make(chan int64, 4096),
+		held: map[int][]func(){}, snapDone: make(chan snapDone),
 		pending: map[uint64]chan zkserver.Outcome{}, touched: map[int64]bool{},
 		timeline: event.NewTimeline(cfg.ID),
 	}
@@ -388,6 +393,8 @@ func (n *Node) run() {
 		case <-n.election.Events():
 		case s := <-n.submits:
 			n.onSubmit(s)
+		case d := <-n.snapDone:
+			n.onSnapDone(d)
 		case id := <-n.touches:
 			n.touch(id)
 		case <-tick.C:
@@ -622,7 +629,16 @@ func (n *Node) failPending(err error) {
 	}
 }
 
+// sendZab sends a message of the loop's, after any snapshot streaming to that peer.
 func (n *Node) sendZab(m zab.Message) {
+	if q, busy := n.held[m.To]; busy {
+		n.held[m.To] = append(q, func() { n.sendZabNow(m) })
+		return
+	}
+	n.sendZabNow(m)
+}
+
+func (n *Node) sendZabNow(m zab.Message) {
 	b, err := m.AppendBinary([]byte{frameZab})
 	if err != nil {
 		n.log.Error("encode broadcast message", "msg", m.String(), "err", err)
@@ -631,31 +647,69 @@ func (n *Node) sendZab(m zab.Message) {
 	n.peer.Send(m.To, transport.Broadcast, b)
 }
 
-// sendSnapshot streams this server's state, as it is before this Ready's commits,
-// to the peer in place of the SNAP. The chunks enter the peer's FIFO queue now, so
-// later messages follow them; the user-space link paces them at window / RTT.
+// sendSnapshot streams this server's state as it is before this Ready's commits (the
+// SNAP's zxid) to the peer, from another goroutine, so the loop keeps committing: the
+// tree's View costs Apply a few milliseconds even at 250 MB. Until the last chunk is
+// queued, whatever else the loop sends that peer waits in n.held, so the peer's FIFO
+// order stays the protocol's; the user-space link paces the chunks at window / RTT.
 func (n *Node) sendSnapshot(m zab.Message) {
-	t0 := time.Now()
-	pr, pw := io.Pipe()
-	go func() {
-		n.mu.RLock()
-		err := n.tree.WriteSnapshot(pw)
-		n.mu.RUnlock()
-		pw.CloseWithError(err)
-	}()
-	chunks := 0
-	err := zab.StreamSnapshot(n.ctx, m, pr, 1<<20, func(c zab.Message) error {
-		chunks++
-		n.sendZab(c)
-		return nil
-	})
-	pr.Close()
-	if err != nil {
-		n.log.Error("snapshot for peer failed", "peer", m.To, "err", err)
-		n.bcast.Disconnected(m.To)
+	v := n.tree.View()
+	if q, busy := n.held[m.To]; busy {
+		n.held[m.To] = append(q, func() { n.streamSnapshot(m, v) })
 		return
 	}
-	n.log.Info("snapshot queued", "peer", m.To, "zxid", m.Zxid, "chunks", chunks, "took", time.Since(t0))
+	n.streamSnapshot(m, v)
+}
+
+func (n *Node) streamSnapshot(m zab.Message, v *datatree.View) {
+	n.held[m.To] = nil
+	t0 := time.Now()
+	go func() {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.CloseWithError(v.WriteTo(pw))
+			v.Close()
+		}()
+		chunks := 0
+		err := zab.StreamSnapshot(n.ctx, m, pr, 1<<20, func(c zab.Message) error {
+			chunks++
+			n.sendZabNow(c)
+			return nil
+		})
+		pr.CloseWithError(errors.New("snapshot stream ended"))
+		if err == nil {
+			n.log.Info("snapshot queued", "peer", m.To, "zxid", m.Zxid, "chunks", chunks, "took", time.Since(t0))
+		}
+		select {
+		case n.snapDone <- snapDone{peer: m.To, err: err}:
+		case <-n.ctx.Done():
+		}
+	}()
+}
+
+// snapDone says a snapshot for peer is queued (or failed).
+type snapDone struct {
+	peer int
+	err  error
+}
+
+// onSnapDone releases what waited behind a snapshot, in order; after a failure the
+// peer's stream is broken and the protocol resyncs it.
+func (n *Node) onSnapDone(d snapDone) {
+	q := n.held[d.peer]
+	delete(n.held, d.peer)
+	if d.err != nil {
+		n.log.Error("snapshot for peer failed", "peer", d.peer, "err", d.err)
+		n.bcast.Disconnected(d.peer)
+		return
+	}
+	for i, f := range q {
+		f()
+		if _, busy := n.held[d.peer]; busy { // another snapshot started: the rest waits for it
+			n.held[d.peer] = append(n.held[d.peer], q[i+1:]...)
+			return
+		}
+	}
 }
 
 // publish makes the loop's view readable by other goroutines.
