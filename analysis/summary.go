@@ -159,7 +159,8 @@ func Summarize(in Input) (*Summary, error) {
 	}
 	for name := range in.Model {
 		if _, ok := s.LatencyMS[name]; !ok {
-			return nil, fmt.Errorf("analysis: model prediction for window %q, which this run does not have", name)
+			// A run too short to settle after the election has no "after" window.
+			s.Warnings = append(s.Warnings, fmt.Sprintf("no %q window measured (the run ends before it settles): the model's prediction for it has nothing to sit beside", name))
 		}
 	}
 	st := workload.ComputeStats(in.Records, end, in.OfferedRate)

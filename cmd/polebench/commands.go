@@ -26,6 +26,10 @@ func commands() []command {
 	return []command{
 		{"run", "SPEC [--out DIR] [overrides]", "run an experiment end to end and write its run directory", runRun},
 		{"model", "SPEC [--json] [overrides]", "print the analytic model's scores, predicted latencies and winners", runModel},
+		{"sweep", "SPEC|CAMPAIGN.yaml --vary FIELD=V1,V2 [...]", "run a spec over a grid of overrides; results.csv, aggregate.json, figures", runSweep},
+		{"plot", "CAMPAIGN_DIR", "redraw a campaign's figures from its results.csv", runPlot},
+		{"reproduce", "[--quick] [--only FIG] [--backend B]", "the paper's evaluation as campaigns, with report.html", runReproduce},
+		{"report", "DIR", "write report.md and report.html for campaign directories", runReport},
 		{"cluster", "up SPEC | down [LABEL]", "start a spec's cluster until interrupted; clean up leftovers", runCluster},
 		{"netem", "probe | apply SPEC | show | clear", "kernel netem: probe this kernel; apply, show, clear a netns cluster's links", runNetem},
 		{"image", "build", "build the poled Docker image FROM scratch (no registry)", runImage},

@@ -1,0 +1,286 @@
+package campaign
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/spec"
+)
+
+// TestBadCampaigns loads every testdata/bad/X.yaml and expects the error to start
+// with X.want (the part that names file, line and field).
+func TestBadCampaigns(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no bad campaigns: %v", err)
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".want")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Load(f)
+		if err == nil || !strings.HasPrefix(err.Error(), strings.TrimSpace(string(want))) {
+			t.Errorf("%s:\n got: %v\nwant: %s...", f, err, strings.TrimSpace(string(want)))
+		}
+	}
+}
+
+func TestGrid(t *testing.T) {
+	c, err := Parse("g.yaml", []byte("name: g\nspec: two-dc\nvary:\n  - {field: preload-mb, values: [\"0\", \"50\"]}\n  - {field: oracle, values: [history, rotating, latency]}\nrepetitions: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts := c.Points()
+	if len(pts) != 6 {
+		t.Fatalf("%d points, want 2 x 3", len(pts))
+	}
+	var got []string
+	for _, p := range pts {
+		got = append(got, p.Dir())
+	}
+	want := []string{"001,preload-mb=0,oracle=history", "002,preload-mb=0,oracle=rotating", "003,preload-mb=0,oracle=latency",
+		"004,preload-mb=50,oracle=history", "005,preload-mb=50,oracle=rotating", "006,preload-mb=50,oracle=latency"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("points %q, want %q", got, want)
+	}
+	sp, err := c.SpecFor(pts[4], 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.PreloadMB != 50 || sp.Oracle.Name != "rotating" || sp.Repetitions != 1 || sp.Seed != spec.DefaultSeed+1 {
+		t.Fatalf("spec of point 5 rep 2: preload %d, oracle %s, repetitions %d, seed %d", sp.PreloadMB, sp.Oracle.Name, sp.Repetitions, sp.Seed)
+	}
+}
+
+// TestAggregateIntervals: aggregate.json's interval is gonum's Student-t quantile.
+func TestAggregateIntervals(t *testing.T) {
+	c := &Campaign{Name: "a", Spec: "two-dc", Vary: []Axis{{Field: "oracle", Values: []string{"history"}}}, Repetitions: 5}
+	var rows []Row
+	for i, v := range []float64{30, 31, 29, 32, 28} {
+		rows = append(rows, Row{Point: c.Points()[0], Rep: i + 1, Metrics: map[string]float64{"m": v}})
+	}
+	agg, err := Aggregate(c, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := agg[0].Metrics["m"]
+	// mean 30, sd sqrt(2.5), t(0.975, 4) = 2.776
+	h := analysis.TQuantile(0.975, 4) * math.Sqrt(2.5) / math.Sqrt(5)
+	if a.N != 5 || a.Mean != 30 || a.CI95 == nil || math.Abs(a.CI95.HalfWidth-h) > 1e-12 || math.Abs(h-1.9632) > 1e-3 {
+		t.Fatalf("aggregate %+v, want mean 30 ± %.4f", a, h)
+	}
+}
+
+func TestFlatten(t *testing.T) {
+	m, err := Flatten([]byte(`{"new_leader":4,"election_ms":231.5,"recovery_ms":null,"election_zxids":{"1":7},
+		"latency_ms":{"after":{"D1":{"mean":42.5,"model_ms":41.5}}},"warnings":["x"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"new_leader": 4, "election_ms": 231.5, "latency_ms.after.D1.mean": 42.5, "latency_ms.after.D1.model_ms": 41.5}
+	if len(m) != len(want) {
+		t.Fatalf("flattened %v, want %v", m, want)
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+}
+
+// shortCampaign is a real campaign of short runs on the local backend: two-dc, 8 s
+// runs with the crash at 4 s, history and rotating.
+func shortCampaign(t *testing.T) *Campaign {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real runs; -short skips them")
+	}
+	c, err := Parse("short.yaml", []byte(`name: short
+claim: "rotating elects p1, history p4."
+spec: two-dc
+settings: [duration=8s, crash-at=4s, warmup=1s]
+vary:
+  - {field: oracle, values: [history, rotating]}
+repetitions: 2
+plot: {x: oracle, metrics: [latency_ms.before.all.mean, election_ms]}
+expect: {metric: new_leader, higher: history, lower: rotating}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestRunResumeAndFigures runs a real campaign, interrupts it after its first run,
+// resumes it (the finished run is not run again), then checks results.csv,
+// aggregate.json, the figures and the report.
+func TestRunResumeAndFigures(t *testing.T) {
+	c := shortCampaign(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	var ran []string
+	runOne := func(ctx context.Context, sp *spec.Spec, rd string) error {
+		ran = append(ran, rd)
+		defer cancel() // the first run finishes, then the campaign is interrupted
+		return defaultRunOne(ctx, sp, rd)
+	}
+	err := Run(ctx, c, Options{Dir: dir, RunOne: runOne})
+	if err == nil || !strings.Contains(err.Error(), "interrupted: 1 of 4 runs done") {
+		t.Fatalf("interrupted campaign: %v", err)
+	}
+	first := ran[0]
+	ran = nil
+	var progress bytes.Buffer
+	if err := Run(t.Context(), c, Options{Dir: dir, Progress: &progress, RunOne: func(ctx context.Context, sp *spec.Spec, rd string) error {
+		ran = append(ran, rd)
+		return defaultRunOne(ctx, sp, rd)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 3 || slices.Contains(ran, first) {
+		t.Fatalf("resumed campaign ran %q (the first run was %s)", ran, first)
+	}
+	if !strings.Contains(progress.String(), "1 of 4 runs already done: resuming") || strings.ContainsAny(progress.String(), "\r\033") {
+		t.Errorf("progress when piped:\n%s", progress.String())
+	}
+
+	f, err := os.Open(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 5 {
+		t.Fatalf("results.csv has %d lines, want a header and 4 runs", len(recs))
+	}
+	head := recs[0]
+	for _, col := range []string{"point", "rep", "oracle", "new_leader", "election_ms", "recovery_ms", "latency_ms.before.all.mean", "latency_ms.before.D1.model_ms", "lost_acknowledged_writes"} {
+		if !slices.Contains(head, col) {
+			t.Errorf("results.csv lacks column %s: %v", col, head)
+		}
+	}
+	leader := slices.Index(head, "new_leader")
+	for _, r := range recs[1:] {
+		if want := map[string]string{"history": "4", "rotating": "1"}[r[2]]; r[leader] != want {
+			t.Errorf("%s elected p%s, want p%s", r[2], r[leader], want)
+		}
+	}
+	var agg []PointAggregate
+	b, err := os.ReadFile(filepath.Join(dir, "aggregate.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &agg); err != nil {
+		t.Fatal(err)
+	}
+	if len(agg) != 2 || agg[0].Metrics["latency_ms.before.all.mean"].N != 2 || agg[0].Metrics["latency_ms.before.all.mean"].CI95 == nil {
+		t.Fatalf("aggregate.json: %s", b)
+	}
+
+	figs, err := Draw(dir, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(figs) != 2 {
+		t.Fatalf("figures %+v", figs)
+	}
+	for _, fig := range figs {
+		for _, name := range []string{fig.PNG, fig.SVG} {
+			st, err := os.Stat(filepath.Join(dir, name))
+			if err != nil || st.Size() < 1000 {
+				t.Errorf("figure %s: %v", name, err)
+			}
+		}
+	}
+	r, err := BuildReport([]string{dir}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteMarkdown(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteHTML(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if !strings.Contains(string(md), "## short") || !strings.Contains(string(md), "This run: ") || !strings.Contains(string(md), "![latency_ms.before.all.mean](") {
+		t.Errorf("report.md:\n%s", md)
+	}
+	t.Run("browser", func(t *testing.T) { checkInBrowser(t, filepath.Join(dir, "report.html"), 2, 0) })
+}
+
+func defaultRunOne(ctx context.Context, sp *spec.Spec, dir string) error {
+	return RunSpec(ctx, sp, dir, nil)
+}
+
+// checkInBrowser renders the report in headless Chromium as a reader would: every
+// figure must load (its naturalWidth is checked by the page's own script), the table
+// must have its rows, and a screenshot is taken (kept when POLEBENCH_KEEP_SCREENSHOT
+// names a path, to look at).
+func checkInBrowser(t *testing.T, html string, wantImages, wantRows int) {
+	t.Helper()
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no chromium: make deps installs Debian's chromium, and CI runs it")
+		}
+		t.Skip("no chromium (make deps installs it)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--virtual-time-budget=5000"}
+	dom, err := exec.CommandContext(ctx, bin, append(flags, "--dump-dom", "file://"+html)...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("chromium --dump-dom: %v: %s", err, ee.Stderr)
+		}
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	page := string(dom)
+	if !strings.Contains(page, `data-images-ok="`) {
+		t.Fatalf("the page's check did not run: %.300s", page)
+	}
+	if !strings.Contains(page, `data-images-broken="0"`) || !strings.Contains(page, `data-images-ok="`+itoa(wantImages)+`"`) {
+		i := strings.Index(page, "<body")
+		t.Errorf("figures in the browser: %.200s", page[i:])
+	}
+	if rows := strings.Count(page, `<tr class="number">`); rows != wantRows {
+		t.Errorf("the numbers table has %d rows in the browser, want %d", rows, wantRows)
+	}
+	shot := filepath.Join(t.TempDir(), "report.png")
+	if p := os.Getenv("POLEBENCH_KEEP_SCREENSHOT"); p != "" {
+		shot = p
+	}
+	if out, err := exec.CommandContext(ctx, bin, append(flags, "--window-size=1200,2400", "--screenshot="+shot, "file://"+html)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v: %s", err, out)
+	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 20000 {
+		t.Errorf("screenshot %s: %v (a blank page is a few kB)", shot, err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
