@@ -232,7 +232,7 @@ func Collect(root string) (*File, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("bench: %s: no bench.json and no run directory (one with spec.resolved.json) in it", root)
 	}
-	f := &File{Format: FormatVersion}
+	f := &File{Format: FormatVersion, Metrics: []Metric{}}
 	samples := map[string][]float64{}
 	links := map[string]bool{}
 	for _, dir := range runs {
