@@ -83,7 +83,7 @@ func plotMetric(nights []Night, name, path string) error {
 	p.Add(sc, l)
 	p.Legend.Add("samples", sc)
 	p.Legend.Add("median", l)
-	p.Legend.Top = true
+	// Bottom right: the y axis starts at 0, so the data sit above the legend.
 	for k, cp := range ChangePoints(series, ref.MinEffect) {
 		x := float64(cp) + 0.5 // between the last night of the old level and the first of the new
 		v, _ := plotter.NewLine(plotter.XYs{{X: x, Y: ymin}, {X: x, Y: ymax}})
