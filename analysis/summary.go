@@ -20,7 +20,14 @@ type Input struct {
 	Settle  time.Duration // default DefaultSettle
 	// Model holds the analytic model's predicted mean latency in ms per window name
 	// ("before", "after") and DC (All allowed); each lands next to the measured mean.
-	Model                  map[string]map[string]float64
+	Model map[string]map[string]float64
+	// PayloadBytes is the size of a write, for the bytes a server was behind.
+	PayloadBytes int
+	// Outdated are the servers the spec outdates: a warning says so when one was not
+	// behind at the crash after all.
+	Outdated []int
+	// ModelNote says whom the model elects (and why history may differ).
+	ModelNote              string
 	LostAcknowledgedWrites int
 	OfferedRate            float64 // req/s configured
 }
@@ -49,10 +56,15 @@ type LagMS struct {
 type Summary struct {
 	InitialLeader int      `json:"initial_leader"`
 	NewLeader     int      `json:"new_leader"`
+	ModelNote     string   `json:"model_note,omitempty"`
 	ElectionMS    *float64 `json:"election_ms"` // crash → new leader elected; null without both
 	RecoveryMS    *float64 `json:"recovery_ms"` // LEADING → first request processed
 	// ElectionZxids: server id → the last zxid it proposed with after the crash.
 	ElectionZxids map[int]uint64 `json:"election_zxids,omitempty"`
+	// BehindAtCrash: for each server that proposed in the election after the crash,
+	// the acknowledged writes it lacked against the most up-to-date one.
+	BehindAtCrash map[int]Behind `json:"behind_at_crash,omitempty"`
+	Warnings      []string       `json:"warnings,omitempty"`
 	Windows       struct {
 		Before *Span `json:"before,omitempty"`
 		After  *Span `json:"after,omitempty"`
@@ -65,6 +77,32 @@ type Summary struct {
 	OfferedRate            float64                            `json:"offered_rate"`
 	ScheduledRate          float64                            `json:"scheduled_rate"`
 	AchievedRate           float64                            `json:"achieved_rate"`
+}
+
+// Behind is how far a server was behind the most up-to-date one at the election.
+type Behind struct {
+	Transactions int   `json:"transactions"` // acknowledged writes it lacked
+	Bytes        int64 `json:"bytes"`        // their payload
+}
+
+// behind counts, for each server's election zxid, the acknowledged writes (by their
+// zxids in the records) above it, up to the highest election zxid.
+func behind(zxids map[int]uint64, recs []workload.Record, payload int) map[int]Behind {
+	if len(zxids) == 0 {
+		return nil
+	}
+	top := slices.Max(slices.Collect(maps.Values(zxids)))
+	out := map[int]Behind{}
+	for id, z := range zxids {
+		n := 0
+		for _, r := range recs {
+			if r.Outcome == workload.OK && uint64(r.Zxid) > z && uint64(r.Zxid) <= top {
+				n++
+			}
+		}
+		out[id] = Behind{Transactions: n, Bytes: int64(n) * int64(payload)}
+	}
+	return out
 }
 
 // Summarize computes a run's summary.
@@ -84,10 +122,16 @@ func Summarize(in Input) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader, ElectionZxids: e.ElectionZxids,
+	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader, ModelNote: in.ModelNote, ElectionZxids: e.ElectionZxids,
 		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites}
 	if e.Crash > 0 && e.Elected > 0 {
 		s.ElectionMS = ptr(ms(e.Elected - e.Crash))
+	}
+	s.BehindAtCrash = behind(e.ElectionZxids, in.Records, in.PayloadBytes)
+	for _, id := range in.Outdated {
+		if b, ok := s.BehindAtCrash[id]; ok && b.Transactions == 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("p%d was meant to be outdated but was not behind at the crash", id))
+		}
 	}
 	if e.Leading > 0 && e.FirstCommit > 0 {
 		if e.FirstCommit < e.Leading {

@@ -515,7 +515,7 @@ func (d *dockerCluster) Kill(ctx context.Context, id int) error {
 	if err != nil {
 		return err
 	}
-	if err := d.cli.ContainerKill(ctx, s.container, "KILL"); err != nil {
+	if err := d.cli.ContainerKill(ctx, s.container, "SIGKILL"); err != nil {
 		info, ierr := d.cli.ContainerInspect(ctx, s.container)
 		if ierr != nil || info.State == nil || info.State.Running {
 			return fmt.Errorf("kill p%d: %w", id, err)

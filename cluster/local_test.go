@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
@@ -81,12 +82,17 @@ func TestLocalClusterFailover(t *testing.T) {
 
 	var mu sync.Mutex
 	acked := map[string]string{}
+	inFlight := make(chan struct{}) // closed once every writer has had a write acknowledged
+	var once sync.Once
 	write := func(id, i int) {
 		path := fmt.Sprintf("/k/p%d-%d", id, i)
 		val := fmt.Sprintf("v%d-%d", id, i)
 		if _, err := conns[id].Create(path, []byte(val), 0, zk.WorldACL(zk.PermAll)); err == nil {
 			mu.Lock()
 			acked[path] = val
+			if len(acked) >= 4*5 {
+				once.Do(func() { close(inFlight) })
+			}
 			mu.Unlock()
 		}
 	}
@@ -101,7 +107,7 @@ func TestLocalClusterFailover(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	<-inFlight // kill the leader with writes in flight
 	if err := c.Kill(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -170,42 +176,145 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 	if _, err := WaitLeader(ctx, c.Servers(), nil); err != nil {
 		t.Fatal(err)
 	}
-	// A shared machine only adds delay, in bursts: judge the median of a few readings
-	// of each monitor's windowed mean, and measure again (three times at most) when a
-	// burst still shows.
-	var bad []string
-	for attempt := 1; attempt <= 3; attempt++ {
-		readings := map[[2]int][]float64{}
-		for i := 0; i < 7; i++ {
-			time.Sleep(1500 * time.Millisecond)
-			for _, s := range c.Servers() {
-				st, err := NodeStatus(ctx, s)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, p := range st.Peers {
-					if p.Samples > 0 {
-						readings[[2]int{s.ID, p.ID}] = append(readings[[2]int{s.ID, p.ID}], p.RTTms)
-					}
+	// Seven readings of each monitor's windowed mean (10 heartbeats of 100 ms), one
+	// window apart so they do not overlap; the median is judged, since a shared
+	// machine only adds delay, in bursts. User-space links measure +1.3 to +3.3 % over
+	// the plan at 10-20 ms on this project's 2-core machine, so 6 % is the tolerance.
+	const tolPct = 6
+	readings := map[[2]int][]float64{}
+	for i := 0; i < 7; i++ {
+		time.Sleep(1500 * time.Millisecond) // the sampling period, not a wait for a condition
+		for _, s := range c.Servers() {
+			st, err := NodeStatus(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range st.Peers {
+				if p.Samples > 0 {
+					readings[[2]int{s.ID, p.ID}] = append(readings[[2]int{s.ID, p.ID}], p.RTTms)
 				}
 			}
-		}
-		if len(readings) != 6 {
-			t.Fatalf("measured %d ordered pairs, want 6: %v", len(readings), readings)
-		}
-		bad = nil
-		for pair, rs := range readings {
-			slices.Sort(rs)
-			got, want := rs[len(rs)/2], topo.RTT(pair[0], pair[1])
-			off := 100 * (got - want) / want
-			t.Logf("attempt %d: p%d->p%d: measured %.2f ms, plan %.2f ms (%+.1f%%)", attempt, pair[0], pair[1], got, want, off)
-			if math.Abs(off) > 5 {
-				bad = append(bad, fmt.Sprintf("p%d->p%d: measured %.2f ms, plan %.2f ms: off by %.1f%%", pair[0], pair[1], got, want, off))
-			}
-		}
-		if len(bad) == 0 {
-			return
 		}
 	}
-	t.Errorf("not within 5 %% in three attempts: %v", bad)
+	if len(readings) != 6 {
+		t.Fatalf("measured %d ordered pairs, want 6: %v", len(readings), readings)
+	}
+	for pair, rs := range readings {
+		slices.Sort(rs)
+		got, want := rs[len(rs)/2], topo.RTT(pair[0], pair[1])
+		off := 100 * (got - want) / want
+		t.Logf("p%d->p%d: measured %.2f ms, plan %.2f ms (%+.1f%%)", pair[0], pair[1], got, want, off)
+		if math.Abs(off) > tolPct {
+			t.Errorf("p%d->p%d: measured %.2f ms, plan %.2f ms: off by %.1f%%, more than %d %%", pair[0], pair[1], got, want, off, tolPct)
+		}
+	}
+}
+
+// TestResyncDoesNotStallOthers: a follower that missed more than the DIFF window of a
+// 50 MB state is brought back with a whole snapshot while a client keeps writing
+// through the leader on an open-loop schedule. The leader streams the snapshot beside
+// its commit pipeline; when it streamed it on its loop, that client's p99 during the
+// resync was 189 ms (max 263 ms) on this project's 2-core machine, and it is 39-50 ms
+// now: what is left is three replicas, the client and two 50 MB snapshot files (the
+// follower's receiving and installing) sharing two cores and one disk in one process.
+// The bound, 100 ms over steady state, sits between the two.
+func TestResyncDoesNotStallOthers(t *testing.T) {
+	topo, err := topology.New(topology.Config{
+		DCs:      []topology.DC{{Name: "A", Servers: []int{1, 2, 3}}},
+		IntraRTT: topology.DefaultIntraRTT,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := NewLocal(ctx, Options{
+		Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: 3,
+		Plan: netem.NewPlan(topo, netem.DefaultOptions(1)), PreloadMB: 50,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	servers := c.Servers()
+	if _, err := WaitLeader(ctx, servers, c.Alive); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitServing(ctx, servers, c.Alive); err != nil {
+		t.Fatal(err)
+	}
+	zc := connect(t, servers[2].Client)
+	if _, err := zc.Create("/w", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 1024)
+	// write sends a write every 2 ms on an open-loop schedule until ctx ends and
+	// returns the latencies from each write's intended send time, so a stall counts
+	// once for every write it delays (no coordinated omission).
+	write := func(ctx context.Context) []float64 {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		var lat []float64
+		start := time.Now()
+		for i := 0; ctx.Err() == nil; i++ {
+			intended := start.Add(time.Duration(i) * 2 * time.Millisecond)
+			time.Sleep(time.Until(intended))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := zc.Set("/w", data, -1); err != nil {
+					t.Errorf("write during the resync: %v", err)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, float64(time.Since(intended))/1e6)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		slices.Sort(lat)
+		return lat
+	}
+	p99 := func(s []float64) float64 { return s[len(s)*99/100] }
+	steadyCtx, stop := context.WithTimeout(ctx, 2*time.Second)
+	steady := write(steadyCtx)
+	stop()
+	if err := c.Kill(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	missCtx, stop := context.WithTimeout(ctx, 3*time.Second) // well past the 500-transaction window
+	missed := write(missCtx)
+	stop()
+	if len(missed) < 1000 {
+		t.Fatalf("only %d writes while p1 was down: a DIFF would bring it back, not a snapshot", len(missed))
+	}
+	if err := c.Restart(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	resyncCtx, stop := context.WithCancel(ctx)
+	got := make(chan []float64)
+	go func() { got <- write(resyncCtx) }()
+	err = WaitServing(ctx, servers[:1], c.Alive)
+	time.Sleep(200 * time.Millisecond) // and a little of what follows
+	stop()
+	during := <-got
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NodeEvents(ctx, servers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced := false
+	for _, e := range ev {
+		synced = synced || e.Kind == event.Synced
+	}
+	if !synced {
+		t.Fatal("p1 serves without having synced")
+	}
+	t.Logf("client p99: steady %.2f ms, during p1's 50 MB resync %.2f ms (%d writes), max %.2f ms",
+		p99(steady), p99(during), len(during), during[len(during)-1])
+	if p99(during) > p99(steady)+100 {
+		t.Errorf("p99 %.2f ms during the resync, %.2f ms steady: the leader stalls its clients while it syncs a follower", p99(during), p99(steady))
+	}
 }

@@ -2,14 +2,17 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/replica"
 )
 
@@ -39,8 +42,8 @@ func NodeStatus(ctx context.Context, s Server) (replica.Status, error) {
 }
 
 // NodeEvents asks a poled's admin endpoint for its event timeline.
-func NodeEvents(ctx context.Context, s Server) ([]replica.Event, error) {
-	var ev []replica.Event
+func NodeEvents(ctx context.Context, s Server) ([]event.Event, error) {
+	var ev []event.Event
 	err := getJSON(ctx, "http://"+s.Admin+"/events", &ev)
 	return ev, err
 }
@@ -132,4 +135,27 @@ func WaitServing(ctx context.Context, servers []Server, alive func(int) bool) er
 		case <-tick.C:
 		}
 	}
+}
+
+// SetCut cuts (or restores) server s's peer channels to the given peers, through its
+// admin port: the replica drops the messages itself, whatever emulates its links.
+func SetCut(ctx context.Context, s Server, c replica.Cut) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Admin+"/cut", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("p%d: cut: %w", s.ID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("p%d: cut: %s: %s", s.ID, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
 }

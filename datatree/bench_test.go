@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/polebench/polebench/zab"
 )
@@ -74,5 +75,51 @@ func BenchmarkApplySetData(b *testing.B) {
 		if r, err := tr.ApplyEncoded(zab.Txn{Zxid: z, Data: enc}); err != nil || r.Err != Ok {
 			b.Fatal(err, r.Err)
 		}
+	}
+}
+
+// BenchmarkSnapshotPause streams a snapshot of a -snapmb tree while another goroutine
+// keeps applying 1 kB setData writes, and reports the longest any single Apply took
+// (max-pause-ms): the stall a leader's clients would see while it syncs a follower.
+// view-ms is how long opening the view took its caller (listing and sorting the paths;
+// only the listing holds Apply off). Run: go test ./datatree -run XXX -bench SnapshotPause -benchtime 1x -snapmb 250
+func BenchmarkSnapshotPause(b *testing.B) {
+	tr := preloaded(b)
+	tr.Apply(tr.LastZxid()+1, Txn{Op: Create("/k", nil, Persistent)})
+	data := make([]byte, 1024)
+	for b.Loop() {
+		var worst time.Duration
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		started := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				t0 := time.Now()
+				tr.Apply(tr.LastZxid()+1, Txn{Op: SetData("/k", data, -1)})
+				worst = max(worst, time.Since(t0))
+				if i == 0 {
+					close(started)
+				}
+				time.Sleep(100 * time.Microsecond) // a write rate of a few thousand per second
+			}
+		}()
+		<-started
+		t0 := time.Now()
+		v := tr.View()
+		viewTook := time.Since(t0)
+		if err := v.WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		v.Close()
+		close(stop)
+		<-done
+		b.ReportMetric(float64(worst)/1e6, "max-pause-ms")
+		b.ReportMetric(float64(viewTook)/1e6, "view-ms")
 	}
 }

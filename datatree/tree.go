@@ -62,6 +62,9 @@ type Tree struct {
 	lastZxid   zab.Zxid
 	size       int64 // sum of len(path)+len(data): ZooKeeper's approximate data size
 	ephemerals int
+	// views are snapshots being written: Apply saves a node's state as of a view's
+	// start before it first changes the node (copy on write).
+	views []*View
 }
 
 // New returns the tree a fresh ZooKeeper 3.8 server starts with: "/",
@@ -76,8 +79,26 @@ func New() *Tree {
 	return t
 }
 
+// touch saves path's current state into every open view that has not saved it yet,
+// before Apply changes it (nil: it did not exist).
+func (t *Tree) touch(path string) {
+	for _, v := range t.views {
+		if _, ok := v.pre[path]; ok {
+			continue
+		}
+		var saved *node
+		if n := t.nodes[path]; n != nil {
+			c := *n // data is never modified in place; children are not in a snapshot
+			saved = &c
+		}
+		v.pre[path] = saved
+	}
+}
+
 // link inserts n at path under its (existing) parent and does the accounting.
 func (t *Tree) link(path string, n *node) {
+	t.touch(path)
+	t.touch(parentOf(path))
 	parent := t.nodes[parentOf(path)]
 	if parent.children == nil {
 		parent.children = map[string]struct{}{}
@@ -93,6 +114,8 @@ func (t *Tree) link(path string, n *node) {
 
 // unlink is the exact inverse of link.
 func (t *Tree) unlink(path string, n *node) {
+	t.touch(path)
+	t.touch(parentOf(path))
 	parent := t.nodes[parentOf(path)]
 	delete(parent.children, baseOf(path))
 	if len(parent.children) == 0 {
@@ -313,6 +336,7 @@ func (t *Tree) create(a *applier, op *Op) OpResult {
 	n := &node{data: op.Data, st: pstat{
 		czxid: a.zxid, mzxid: a.zxid, pzxid: a.zxid, ctime: a.time, mtime: a.time, ephemeralOwner: owner,
 	}}
+	t.touch(parentPath)
 	old := parent.st
 	parent.st.cversion++
 	parent.st.pzxid = a.zxid
@@ -348,6 +372,7 @@ func (t *Tree) delete(a *applier, op *Op) OpResult {
 func (t *Tree) remove(a *applier, path string, n *node) {
 	parentPath := parentOf(path)
 	parent := t.nodes[parentPath]
+	t.touch(parentPath)
 	old := parent.st
 	if a.zxid > parent.st.pzxid {
 		parent.st.pzxid = a.zxid
@@ -372,6 +397,7 @@ func (t *Tree) setData(a *applier, op *Op) OpResult {
 		r.Err = BadVersion
 		return r
 	}
+	t.touch(op.Path)
 	oldData, oldSt := n.data, n.st
 	n.data = op.Data
 	n.st.version++

@@ -2,8 +2,10 @@ package replica
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 )
 
 // Status is what GET /status returns.
@@ -28,6 +30,27 @@ type PeerStatus struct {
 	Samples int     `json:"samples"`
 }
 
+// Cut is what POST /cut takes: the peers whose streams to cut (Cut true) or restore,
+// on the broadcast channel only or on both (a partition also stops heartbeats and
+// elections; an outdated server is cut from the broadcast alone).
+type Cut struct {
+	Peers         []int `json:"peers"`
+	Cut           bool  `json:"cut"`
+	BroadcastOnly bool  `json:"broadcast_only,omitempty"`
+}
+
+// Cut applies c to this node's peer channels: messages to and from the peers are
+// dropped, as a network partition drops them.
+func (n *Node) Cut(c Cut) {
+	for _, p := range c.Peers {
+		n.peer.Cut(p, c.Cut)
+		if !c.BroadcastOnly {
+			n.election.Cut(p, c.Cut)
+		}
+	}
+	n.log.Info("links cut", "peers", c.Peers, "cut", c.Cut, "broadcast_only", c.BroadcastOnly)
+}
+
 // Status reports the node's state.
 func (n *Node) Status() Status {
 	s := n.status.Load()
@@ -47,6 +70,21 @@ func (n *Node) adminHandler() http.Handler {
 	}
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.timeline.Events()) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.Status()) })
+	mux.HandleFunc("POST /cut", func(w http.ResponseWriter, r *http.Request) {
+		var c Cut
+		if err := json.NewDecoder(r.Body).Decode(&c); err != nil {
+			http.Error(w, "cut: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, p := range c.Peers {
+			if p == n.cfg.ID || !slices.ContainsFunc(n.cfg.Servers, func(s Peer) bool { return s.ID == p }) {
+				http.Error(w, fmt.Sprintf("cut: p%d is not a peer of p%d", p, n.cfg.ID), http.StatusBadRequest)
+				return
+			}
+		}
+		n.Cut(c)
+		reply(w, c)
+	})
 	// Go's profiler, to see where a replica's time goes under a run's load.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/datatree"
+	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/pole"
 	"github.com/polebench/polebench/storage"
@@ -60,9 +61,13 @@ type Node struct {
 
 	submits chan submit
 	touches chan int64
+	// held: what waits, per peer, for a snapshot being streamed to it; snapDone says
+	// a stream is queued.
+	held     map[int][]func()
+	snapDone chan snapDone
 	status  atomic.Pointer[nodeStatus]
 
-	timeline *Timeline
+	timeline *event.Timeline
 
 	// Loop-owned state.
 	nextReq   uint64
@@ -101,8 +106,9 @@ func Start(ctx context.Context, cfg Config, lns Listeners, log *slog.Logger) (*N
 	n := &Node{
 		cfg: cfg, log: log, start: time.Now(),
 		submits: make(chan submit, 4096), touches: make(chan int64, 4096),
+		held: map[int][]func(){}, snapDone: make(chan snapDone),
 		pending: map[uint64]chan zkserver.Outcome{}, touched: map[int64]bool{},
-		timeline: NewTimeline(cfg.ID),
+		timeline: event.NewTimeline(cfg.ID),
 	}
 	// Request ids must be unique across restarts: the start time in ms, then a counter.
 	n.nextReq = uint64(n.start.UnixMilli()) << 20
@@ -117,16 +123,38 @@ func Start(ctx context.Context, cfg Config, lns Listeners, log *slog.Logger) (*N
 	return n, nil
 }
 
+// open brings the node up in its steps: storage, the cores, the listeners, the links,
+// the servers.
 func (n *Node) open(lns Listeners) error {
+	restored, err := n.openStore()
+	if err != nil {
+		return err
+	}
+	if err := n.buildCores(restored.Persisted); err != nil {
+		return err
+	}
+	if err := n.listen(lns); err != nil {
+		return err
+	}
+	links, err := n.linkSchedule()
+	if err != nil {
+		return err
+	}
+	n.startTransports(links)
+	return n.startServers()
+}
+
+// openStore opens the data directory and restores the tree; a fresh server preloads.
+func (n *Node) openStore() (*storage.Restored, error) {
 	cfg := n.cfg
 	st, err := storage.Open(cfg.DataDir, storage.Options{Fsync: cfg.Fsync, Logger: n.log})
 	if err != nil {
-		return fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
+		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
 	}
 	n.store = st
 	restored, err := st.Restore(n.ctx)
 	if err != nil {
-		return fmt.Errorf("restore from %s: %w", cfg.DataDir, err)
+		return nil, fmt.Errorf("restore from %s: %w", cfg.DataDir, err)
 	}
 	n.tree = restored.Tree
 	fresh := len(restored.Persisted.Log) == 0 && restored.Persisted.Snapshot == 0 && !n.tree.Exists("/preload")
@@ -136,24 +164,26 @@ func (n *Node) open(lns Listeners) error {
 		t0 := time.Now()
 		n.tree.Preload(int64(cfg.PreloadMB) << 20)
 		if _, err := st.Snapshot(n.tree); err != nil {
-			return fmt.Errorf("snapshot of the preloaded tree: %w", err)
+			return nil, fmt.Errorf("snapshot of the preloaded tree: %w", err)
 		}
 		n.log.Info("preloaded", "mb", cfg.PreloadMB, "nodes", n.tree.NodeCount(), "took", time.Since(t0))
 	}
+	return &restored, nil
+}
 
+// buildCores makes the broadcast core from the persisted state and the election core
+// with the configured oracle.
+func (n *Node) buildCores(persisted zab.Persisted) error {
+	cfg := n.cfg
 	var ids []int
-	var peers []uint64
 	for _, p := range cfg.Servers {
 		ids = append(ids, p.ID)
-		peers = append(peers, uint64(p.ID))
 	}
 	tick := time.Duration(cfg.Tick)
-	n.bcast, err = zab.New(zab.Config{
-		ID: uint64(cfg.ID), Peers: peers, Window: cfg.SnapWindow,
-		TimeoutTicks: max(10, int(time.Second/tick)), RetryTicks: max(2, int(200*time.Millisecond/tick)),
-		FetchFrom: zab.FetchFirst, Logger: n.log.With("core", "zab"),
-	}, restored.Persisted)
-	if err != nil {
+	zc := zab.DefaultConfig(cfg.ID, ids, tick)
+	zc.Window, zc.FetchFrom, zc.Logger = cfg.SnapWindow, zab.FetchFirst, n.log.With("core", "zab")
+	var err error
+	if n.bcast, err = zab.New(zc, persisted); err != nil {
 		return fmt.Errorf("broadcast core: %w", err)
 	}
 	oracle, err := pole.FromConfig(cfg.Oracle)
@@ -166,28 +196,17 @@ func (n *Node) open(lns Listeners) error {
 	pc := pole.DefaultConfig(cfg.ID, ids, oracle, tick)
 	pc.HeartbeatTicks = max(1, int(time.Duration(cfg.Heartbeat)/tick))
 	pc.Logger = n.log.With("core", "pole")
-	n.elect, err = pole.NewNode(pc)
-	if err != nil {
+	if n.elect, err = pole.NewNode(pc); err != nil {
 		return fmt.Errorf("election core: %w", err)
 	}
 	n.elect.SetZxid(uint64(n.bcast.Status().LastZxid))
+	return nil
+}
 
+// listen opens the listeners the caller did not hand over.
+func (n *Node) listen(lns Listeners) error {
+	cfg := n.cfg
 	self := cfg.Self()
-	listen := func(l *net.Listener, port int, what string) error {
-		if *l != nil {
-			return nil
-		}
-		addr := self.addr(port)
-		if cfg.ListenHost != "" {
-			addr = net.JoinHostPort(cfg.ListenHost, strconv.Itoa(port))
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("%s port: %w", what, err)
-		}
-		*l = ln
-		return nil
-	}
 	n.lns = lns
 	for _, l := range []struct {
 		ln   *net.Listener
@@ -195,26 +214,58 @@ func (n *Node) open(lns Listeners) error {
 		what string
 	}{{&n.lns.Client, self.ClientPort, "client"}, {&n.lns.Peer, self.PeerPort, "peer"},
 		{&n.lns.Election, self.ElectionPort, "election"}, {&n.lns.Admin, self.AdminPort, "admin"}} {
-		if err := listen(l.ln, l.port, l.what); err != nil {
-			return err
+		if *l.ln != nil {
+			continue
 		}
+		addr := self.addr(l.port)
+		if cfg.ListenHost != "" {
+			addr = net.JoinHostPort(cfg.ListenHost, strconv.Itoa(l.port))
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s port: %w", l.what, err)
+		}
+		*l.ln = ln
 	}
+	return nil
+}
 
-	var schedule func(int, transport.Channel, int) (int64, int64, error)
-	if cfg.LinkPlan != "" {
-		plan, err := netem.ReadPlan(cfg.LinkPlan)
-		if err != nil {
-			return fmt.Errorf("link plan: %w", err)
-		}
-		sched, err := plan.Scheduler(cfg.ID)
-		if err != nil {
-			return fmt.Errorf("link plan %s: %w", cfg.LinkPlan, err)
-		}
-		schedule = func(to int, ch transport.Channel, size int) (int64, int64, error) {
-			return sched.Schedule(to, int(ch), size)
-		}
-		n.log.Info("user-space links from plan", "plan", cfg.LinkPlan)
+// userLinks emulates the network in user space from the configured plan: when each
+// message departs and arrives, and how late a closed stream is noticed.
+type userLinks struct {
+	schedule   func(int, transport.Channel, int) (int64, int64, error)
+	closeDelay func(from int) time.Duration
+}
+
+// linkSchedule reads the user-space links from the configured plan; zero when the
+// network is real (or emulated by the kernel).
+func (n *Node) linkSchedule() (userLinks, error) {
+	if n.cfg.LinkPlan == "" {
+		return userLinks{}, nil
 	}
+	plan, err := netem.ReadPlan(n.cfg.LinkPlan)
+	if err != nil {
+		return userLinks{}, fmt.Errorf("link plan: %w", err)
+	}
+	sched, err := plan.Scheduler(n.cfg.ID)
+	if err != nil {
+		return userLinks{}, fmt.Errorf("link plan %s: %w", n.cfg.LinkPlan, err)
+	}
+	n.log.Info("user-space links from plan", "plan", n.cfg.LinkPlan)
+	return userLinks{
+		schedule: func(to int, ch transport.Channel, size int) (int64, int64, error) {
+			return sched.Schedule(to, int(ch), size)
+		},
+		closeDelay: func(from int) time.Duration {
+			l, _ := plan.Link(from, n.cfg.ID)
+			return l.Delay
+		},
+	}, nil
+}
+
+// startTransports starts the election and broadcast channels to the peers.
+func (n *Node) startTransports(links userLinks) {
+	cfg := n.cfg
 	peerAddrs := func(port func(Peer) int) map[int]string {
 		m := map[int]string{}
 		for _, p := range cfg.Servers {
@@ -225,17 +276,22 @@ func (n *Node) open(lns Listeners) error {
 		return m
 	}
 	n.election = transport.New(n.ctx, n.lns.Election, transport.Config{
-		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.ElectionPort }), Schedule: schedule,
-		Logger: n.log.With("channel", "election"),
+		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.ElectionPort }), Schedule: links.schedule,
+		CloseDelay: links.closeDelay, Logger: n.log.With("channel", "election"),
 	})
 	n.peer = transport.New(n.ctx, n.lns.Peer, transport.Config{
-		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.PeerPort }), Schedule: schedule,
-		QueueLen: 1 << 14, Logger: n.log.With("channel", "broadcast"),
+		ID: cfg.ID, Peers: peerAddrs(func(p Peer) int { return p.PeerPort }), Schedule: links.schedule,
+		CloseDelay: links.closeDelay, QueueLen: 1 << 14, Logger: n.log.With("channel", "broadcast"),
 	})
+}
 
+// startServers serves the ZooKeeper client port and the admin port.
+func (n *Node) startServers() error {
+	cfg := n.cfg
 	secret := sha256.Sum256(fmt.Appendf(nil, "polebench ensemble of %d", len(cfg.Servers)))
+	var err error
 	n.zk, err = zkserver.New(zkserver.Config{
-		ServerID: int64(cfg.ID), Tick: tick,
+		ServerID: int64(cfg.ID), Tick: time.Duration(cfg.Tick),
 		MinSessionTimeout: time.Duration(cfg.MinSessionTimeout), MaxSessionTimeout: time.Duration(cfg.MaxSessionTimeout),
 		Secret: secret[:], Logger: n.log.With("port", "client"),
 	}, (*backend)(n))
@@ -295,7 +351,7 @@ func (n *Node) closeAll() {
 func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 
 // Timeline is the node's event log.
-func (n *Node) Timeline() *Timeline { return n.timeline }
+func (n *Node) Timeline() *event.Timeline { return n.timeline }
 
 // now is the cores' monotonic clock.
 func (n *Node) now() time.Duration { return time.Since(n.start) }
@@ -307,7 +363,7 @@ func (n *Node) run() {
 	defer tick.Stop()
 	// STARTED carries the last zxid restored from the data directory: a restarted
 	// server shows here that it came back with its old state.
-	n.timeline.Add(Event{Kind: "STARTED", Zxid: uint64(n.bcast.Status().LastZxid)})
+	n.timeline.Add(event.Event{Kind: event.Started, Zxid: uint64(n.bcast.Status().LastZxid)})
 	n.elect.NewElection()
 	n.lastRate = time.Now()
 	for {
@@ -328,12 +384,17 @@ func (n *Node) run() {
 		case m := <-n.peer.Recv():
 			n.onPeer(m)
 		case e := <-n.peer.Events():
-			if !e.Up {
-				n.bcast.Disconnected(uint64(e.Peer))
+			switch {
+			case e.Closed:
+				n.bcast.Closed(e.Peer)
+			case !e.Up:
+				n.bcast.Disconnected(e.Peer)
 			}
 		case <-n.election.Events():
 		case s := <-n.submits:
 			n.onSubmit(s)
+		case d := <-n.snapDone:
+			n.onSnapDone(d)
 		case id := <-n.touches:
 			n.touch(id)
 		case <-tick.C:
@@ -362,7 +423,7 @@ func (n *Node) onPeer(m transport.Message) {
 			n.log.Warn("bad broadcast message", "from", m.From, "err", err)
 			return
 		}
-		if int(zm.From) != m.From {
+		if zm.From != m.From {
 			n.log.Warn("broadcast message with a forged sender", "from", m.From, "claims", zm.From)
 			return
 		}
@@ -420,7 +481,7 @@ func (n *Node) onTick() {
 		for id := range n.touched {
 			b = binary.BigEndian.AppendUint64(b, uint64(id))
 		}
-		n.peer.Send(int(st.Leader), transport.Broadcast, b)
+		n.peer.Send(st.Leader, transport.Broadcast, b)
 		clear(n.touched)
 	}
 	if n.tracker != nil && st.Serving {
@@ -457,14 +518,14 @@ func (n *Node) electionReady(rd pole.Ready) {
 	for _, e := range rd.Events {
 		switch e.Kind {
 		case pole.EventLooking:
-			n.timeline.Add(Event{Kind: "ELECTION", Epoch: e.Epoch, Zxid: uint64(n.bcast.Status().LastZxid)})
+			n.timeline.Add(event.Event{Kind: event.Election, Epoch: e.Epoch, Zxid: uint64(n.bcast.Status().LastZxid)})
 		case pole.EventLeader:
-			n.timeline.Add(Event{Kind: "ELECTED", Epoch: e.Epoch, Leader: e.Leader})
-			if err := n.bcast.Elected(uint64(e.Leader)); err != nil {
+			n.timeline.Add(event.Event{Kind: event.Elected, Epoch: e.Epoch, Leader: e.Leader})
+			if err := n.bcast.Elected(e.Leader); err != nil {
 				n.log.Error("elected leader refused", "err", err)
 			}
 		case pole.EventResign:
-			n.timeline.Add(Event{Kind: "RESIGN", Epoch: e.Epoch})
+			n.timeline.Add(event.Event{Kind: event.Resign, Epoch: e.Epoch})
 			n.bcast.StepDown("resigned (a better leader exists)")
 		}
 	}
@@ -482,7 +543,7 @@ func (n *Node) broadcastReady(rd zab.Ready) {
 	if err != nil {
 		// A replica that cannot persist must not acknowledge anything: stop.
 		n.log.Error("persist failed; stopping", "err", err)
-		n.timeline.Add(Event{Kind: "FAILED", Reason: err.Error()})
+		n.timeline.Add(event.Event{Kind: event.Failed, Reason: err.Error()})
 		n.cancel()
 		return
 	}
@@ -539,7 +600,7 @@ func (n *Node) trackSession(txn datatree.Txn, res datatree.Result) {
 }
 
 func (n *Node) onBroadcastEvent(e zab.Event) {
-	ev := Event{Kind: e.Type.String(), Epoch: uint64(e.Epoch), Leader: int(e.Leader), Zxid: uint64(e.Zxid), Reason: e.Reason}
+	ev := event.Event{Kind: e.Type.Kind(), Epoch: uint64(e.Epoch), Leader: e.Leader, Zxid: uint64(e.Zxid), Reason: e.Reason}
 	n.timeline.Add(ev)
 	n.log.Info("broadcast", "event", e.String())
 	switch e.Type {
@@ -568,40 +629,87 @@ func (n *Node) failPending(err error) {
 	}
 }
 
+// sendZab sends a message of the loop's, after any snapshot streaming to that peer.
 func (n *Node) sendZab(m zab.Message) {
+	if q, busy := n.held[m.To]; busy {
+		n.held[m.To] = append(q, func() { n.sendZabNow(m) })
+		return
+	}
+	n.sendZabNow(m)
+}
+
+func (n *Node) sendZabNow(m zab.Message) {
 	b, err := m.AppendBinary([]byte{frameZab})
 	if err != nil {
 		n.log.Error("encode broadcast message", "msg", m.String(), "err", err)
 		return
 	}
-	n.peer.Send(int(m.To), transport.Broadcast, b)
+	n.peer.Send(m.To, transport.Broadcast, b)
 }
 
-// sendSnapshot streams this server's state, as it is before this Ready's commits,
-// to the peer in place of the SNAP. The chunks enter the peer's FIFO queue now, so
-// later messages follow them; the user-space link paces them at window / RTT.
+// sendSnapshot streams this server's state as it is before this Ready's commits (the
+// SNAP's zxid) to the peer, from another goroutine, so the loop keeps committing: the
+// tree's View costs Apply a few milliseconds even at 250 MB. Until the last chunk is
+// queued, whatever else the loop sends that peer waits in n.held, so the peer's FIFO
+// order stays the protocol's; the user-space link paces the chunks at window / RTT.
 func (n *Node) sendSnapshot(m zab.Message) {
-	t0 := time.Now()
-	pr, pw := io.Pipe()
-	go func() {
-		n.mu.RLock()
-		err := n.tree.WriteSnapshot(pw)
-		n.mu.RUnlock()
-		pw.CloseWithError(err)
-	}()
-	chunks := 0
-	err := zab.StreamSnapshot(n.ctx, m, pr, 1<<20, func(c zab.Message) error {
-		chunks++
-		n.sendZab(c)
-		return nil
-	})
-	pr.Close()
-	if err != nil {
-		n.log.Error("snapshot for peer failed", "peer", m.To, "err", err)
-		n.bcast.Disconnected(m.To)
+	v := n.tree.View()
+	if q, busy := n.held[m.To]; busy {
+		n.held[m.To] = append(q, func() { n.streamSnapshot(m, v) })
 		return
 	}
-	n.log.Info("snapshot queued", "peer", m.To, "zxid", m.Zxid, "chunks", chunks, "took", time.Since(t0))
+	n.streamSnapshot(m, v)
+}
+
+func (n *Node) streamSnapshot(m zab.Message, v *datatree.View) {
+	n.held[m.To] = nil
+	t0 := time.Now()
+	go func() {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.CloseWithError(v.WriteTo(pw))
+			v.Close()
+		}()
+		chunks := 0
+		err := zab.StreamSnapshot(n.ctx, m, pr, 1<<20, func(c zab.Message) error {
+			chunks++
+			n.sendZabNow(c)
+			return nil
+		})
+		pr.CloseWithError(errors.New("snapshot stream ended"))
+		if err == nil {
+			n.log.Info("snapshot queued", "peer", m.To, "zxid", m.Zxid, "chunks", chunks, "took", time.Since(t0))
+		}
+		select {
+		case n.snapDone <- snapDone{peer: m.To, err: err}:
+		case <-n.ctx.Done():
+		}
+	}()
+}
+
+// snapDone says a snapshot for peer is queued (or failed).
+type snapDone struct {
+	peer int
+	err  error
+}
+
+// onSnapDone releases what waited behind a snapshot, in order; after a failure the
+// peer's stream is broken and the protocol resyncs it.
+func (n *Node) onSnapDone(d snapDone) {
+	q := n.held[d.peer]
+	delete(n.held, d.peer)
+	if d.err != nil {
+		n.log.Error("snapshot for peer failed", "peer", d.peer, "err", d.err)
+		n.bcast.Disconnected(d.peer)
+		return
+	}
+	for i, f := range q {
+		f()
+		if _, busy := n.held[d.peer]; busy { // another snapshot started: the rest waits for it
+			n.held[d.peer] = append(n.held[d.peer], q[i+1:]...)
+			return
+		}
+	}
 }
 
 // publish makes the loop's view readable by other goroutines.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/zab"
 )
 
 type quiet struct{}
@@ -72,7 +73,7 @@ func TestRestartFromFiles(t *testing.T) {
 	for _, n := range nodes {
 		waitServing(t, n)
 	}
-	if st := nodes[2].Status(); st.Role != "LEADING" {
+	if st := nodes[2].Status(); st.Role != zab.Leading.String() {
 		t.Fatalf("p3 (initial leader) is %s", st.Role)
 	}
 	c, _, err := zk.Connect([]string{cfgs[0].Self().ClientAddr()}, 5*time.Second, zk.WithLogger(quiet{}))

@@ -15,8 +15,11 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/workload"
 )
 
 // These tests run the paper's experiments end to end on the local backend, shortened
@@ -49,7 +52,7 @@ func runSpec(t *testing.T, s *spec.Spec) *analysis.Summary {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Terminal: testWriter{t}})
+	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +78,7 @@ func runSpec(t *testing.T, s *spec.Spec) *analysis.Summary {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
-	if s := strings.TrimSpace(strings.ReplaceAll(string(p), "\r\033[K", "")); s != "" && !strings.Contains(s, "req/s  ok") {
-		w.t.Log(s)
-	}
+	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
@@ -103,24 +104,19 @@ func within(sum *analysis.Summary, tol float64, windows ...string) []string {
 	return bad
 }
 
-// runNearModel runs s until its means land within 3 ms of the model, three times at most:
-// a shared machine's stalls only ever add latency, in bursts, so a third run that
-// misses too means the harness (or the model) is off. Every other check applies to
-// every run.
-func runNearModel(t *testing.T, s *spec.Spec, check func(*analysis.Summary), windows ...string) *analysis.Summary {
+// runNearModel runs s once, applies check, and fails unless every mean of the windows
+// lands within tol ms of the model. The local and netns backends land 0.7-1.9 ms above
+// the model on this project's 2-core machine, so 3 ms leaves room for a shared
+// machine's stalls (which only ever add latency); the docker backend's containers
+// land 2.3-2.8 ms above it (its veth and namespace hops), so it gets 4 ms.
+func runNearModel(t *testing.T, s *spec.Spec, tol float64, check func(*analysis.Summary), windows ...string) *analysis.Summary {
 	t.Helper()
-	const tol = 3.0
-	var bad []string
-	for attempt := 1; attempt <= 3; attempt++ {
-		sum := runSpec(t, s)
-		check(sum)
-		if bad = within(sum, tol, windows...); len(bad) == 0 {
-			return sum
-		}
-		t.Logf("attempt %d: %s", attempt, strings.Join(bad, "; "))
+	sum := runSpec(t, s)
+	check(sum)
+	if bad := within(sum, tol, windows...); len(bad) > 0 {
+		t.Errorf("means not within %.0f ms of the model: %s", tol, strings.Join(bad, "; "))
 	}
-	t.Errorf("means not within %.0f ms of the model in three runs: %s", tol, strings.Join(bad, "; "))
-	return nil
+	return sum
 }
 
 func TestTwoDCHistoryAndRotating(t *testing.T) {
@@ -130,7 +126,7 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
 			s := specFor(t, "two-dc", "oracle="+c.oracle)
-			runNearModel(t, s, func(sum *analysis.Summary) {
+			runNearModel(t, s, 3, func(sum *analysis.Summary) {
 				want := c.want
 				if c.oracle == "history" {
 					want = historyWinner(t, s, sum, c.want)
@@ -144,7 +140,7 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 }
 
 func TestThreeDCLatencyOracle(t *testing.T) {
-	runNearModel(t, specFor(t, "three-dc-dep1", "oracle=latency", "p=0"), func(sum *analysis.Summary) {
+	runNearModel(t, specFor(t, "three-dc-dep1", "oracle=latency", "p=0"), 3, func(sum *analysis.Summary) {
 		if !slices.Contains([]int{2, 3, 4}, sum.NewLeader) {
 			t.Fatalf("latency oracle elected p%d, want p2, p3 or p4", sum.NewLeader)
 		}
@@ -174,6 +170,12 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 			if sum.RecoveryMS == nil {
 				t.Fatal("no recovery time measured")
 			}
+			if b := sum.BehindAtCrash[1]; b.Transactions == 0 {
+				t.Errorf("the outdated p1 was not behind at the crash: %+v", sum.BehindAtCrash)
+			}
+			if len(sum.Warnings) > 0 {
+				t.Errorf("warnings: %v", sum.Warnings)
+			}
 			rec[c.oracle] = *sum.RecoveryMS
 		})
 	}
@@ -198,7 +200,11 @@ func TestBackends(t *testing.T) {
 			}
 			var label string
 			s := specFor(t, "two-dc", "backend="+backend)
-			runNearModel(t, s, func(sum *analysis.Summary) {
+			tol := 3.0
+			if backend == "docker" {
+				tol = 4
+			}
+			runNearModel(t, s, tol, func(sum *analysis.Summary) {
 				if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 					t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
 				}
@@ -229,16 +235,16 @@ func TestDockerOutdatedServer(t *testing.T) {
 	var killed, restart, started, synced float64
 	for _, e := range lastEvents(t) {
 		switch {
-		case e.Source == "harness" && e.Kind == "KILL" && e.Server == 1:
+		case e.Source == analysis.SourceHarness && e.Kind == event.Kill && e.Server == 1:
 			killed = e.AtMS
-		case e.Source == "harness" && e.Kind == "RESTART" && e.Server == 1:
+		case e.Source == analysis.SourceHarness && e.Kind == event.Restart && e.Server == 1:
 			restart = e.AtMS
-		case killed > 0 && started == 0 && e.Server == 1 && e.Kind == "STARTED":
+		case killed > 0 && started == 0 && e.Server == 1 && e.Kind == event.Started:
 			if e.Zxid == 0 {
 				t.Fatalf("p1 restarted with zxid 0: its volume lost the state")
 			}
 			started = e.AtMS
-		case started > 0 && e.Server == 1 && e.Kind == "SYNCED" && synced == 0:
+		case started > 0 && e.Server == 1 && e.Kind == event.Synced && synced == 0:
 			synced = e.AtMS
 		}
 	}
@@ -260,21 +266,13 @@ func lastLabel(t *testing.T) string {
 	return v.Label
 }
 
-func lastEvents(t *testing.T) []eventRecord {
+func lastEvents(t *testing.T) []analysis.Record {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(lastDir, "events.jsonl"))
+	tl, err := analysis.ReadEvents(filepath.Join(lastDir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []eventRecord
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e eventRecord
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return tl
 }
 
 // historyWinner is whom the history oracle must elect, by the model's rule (highest
@@ -319,4 +317,57 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPartition splits the two-DC cluster into D1 (p1, p2) and D2 (p3, p4, p5) for 6 s:
+// the majority side keeps its leader and commits, D1's clients see failures (never a
+// wrong answer), and after the heal nothing acknowledged is lost and the history is
+// linearizable.
+func TestPartition(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "partition.yaml")
+	b, err := spec.Shipped("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, []byte("faults:\n  - {at: 8s, partition: [[1, 2], [3, 4, 5]]}\n  - {at: 14s, heal: true}\n")...)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = s.With(spec.Setting{Name: "duration", Value: "24s"}, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "repetitions", Value: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	sum := runSpec(t, s) // checks 0 lost acknowledged writes and the run directory
+	if sum.Requests.Failed+sum.Requests.Unknown == 0 {
+		t.Error("no request failed while D1 was cut off from the quorum")
+	}
+	ver := readVerification(t)
+	if ver.Linearizability != "ok" {
+		t.Errorf("linearizability: %s", ver.Linearizability)
+	}
+	var cuts, heals int
+	for _, e := range lastEvents(t) {
+		switch {
+		case e.Source == analysis.SourceHarness && e.Kind == event.Partition && e.Error == "":
+			cuts++
+		case e.Source == analysis.SourceHarness && e.Kind == event.Heal && e.Error == "":
+			heals++
+		case e.Source == analysis.SourceNode && e.Kind == event.Leading && e.Server != 5 && e.AtMS > 0:
+			t.Errorf("p%d took over at %.0f ms: the majority side should keep p5", e.Server, e.AtMS)
+		}
+	}
+	if cuts != 1 || heals != 1 {
+		t.Errorf("%d partitions and %d heals recorded, want 1 and 1", cuts, heals)
+	}
+}
+
+func readVerification(t *testing.T) workload.Verification {
+	t.Helper()
+	var v workload.Verification
+	readJSON(t, filepath.Join(lastDir, "verification.json"), &v)
+	return v
 }

@@ -122,6 +122,24 @@ func (d *decoder) str(dst *string) field {
 	}
 }
 
+func (d *decoder) boolean(dst *bool) field {
+	return func(n *yaml.Node, path string) error {
+		v, err := d.scalar(n, path)
+		if err != nil {
+			return err
+		}
+		switch v {
+		case "true":
+			*dst = true
+		case "false":
+			*dst = false
+		default:
+			return d.errf(n, path, "%q is not true or false", v)
+		}
+		return nil
+	}
+}
+
 func (d *decoder) float(dst *float64) field {
 	return func(n *yaml.Node, path string) error {
 		v, err := d.scalar(n, path)

@@ -98,6 +98,26 @@ var overrides = []Override{
 			s.Outdate = o
 			return err
 		}},
+	{"rtt", "the RTT between two data centers, DC1-DC2=MS like D1-D2=77.06; repeatable (rtt)", "rtt",
+		func(s *Spec, v string) error {
+			pair, ms, ok := strings.Cut(v, "=")
+			a, b, ok2 := strings.Cut(pair, "-")
+			if !ok || !ok2 || a == "" || b == "" {
+				return fmt.Errorf("%q: want DC1-DC2=MS, like D1-D2=20.75", v)
+			}
+			f, err := parseFloat(ms)
+			if err != nil {
+				return err
+			}
+			for i, r := range s.RTT {
+				if (r.Between[0] == a && r.Between[1] == b) || (r.Between[0] == b && r.Between[1] == a) {
+					s.RTT[i].Ms, s.RTT[i].SDMs = f, 0
+					return nil
+				}
+			}
+			s.RTT = append(s.RTT, RTT{Between: [2]string{a, b}, Ms: f})
+			return nil
+		}},
 	{"preload-mb", "MB of application state preloaded on every server (preload_mb)", "preload_mb",
 		func(s *Spec, v string) error { return parseInt(v, &s.PreloadMB) }},
 	{"payload", "bytes per write (workload.payload_bytes)", "workload.payload_bytes",

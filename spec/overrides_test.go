@@ -4,6 +4,7 @@ import (
 	"flag"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func TestOverrideErrors(t *testing.T) {
 		sets []Setting
 		want string
 	}{
-		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, preload-mb, payload, arrival, warmup, jitter, dist, window-kb, backend, repetitions, seed)`},
+		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, rtt, preload-mb, payload, arrival, warmup, jitter, dist, window-kb, backend, repetitions, seed)`},
 		{dep1, []Setting{{"p", "half"}}, `override p=half: rates.skew.p: "half" is not a number`},
 		{dep1, []Setting{{"p", "1.5"}}, "override p=1.5: rates.skew.p: p = 1.5 is outside [0, 1]"},
 		{dep1, []Setting{{"hot", "D9"}}, `override hot=D9: rates.skew.hot: unknown data center "D9"`},
@@ -208,5 +209,35 @@ func TestOverrideFlags(t *testing.T) {
 	}
 	if !slices.Contains(names, "p") || !slices.Contains(names, "oracle") {
 		t.Errorf("overrides %v", names)
+	}
+}
+
+func TestRTTOverride(t *testing.T) {
+	s, err := Resolve("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.With(Setting{"rtt", "D1-D2=77.06"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := c.Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := topo.RTT(1, 5); got != 77.06 {
+		t.Fatalf("RTT p1-p5 = %v after --rtt D1-D2=77.06", got)
+	}
+	if orig, _ := s.Topology(); orig.RTT(1, 5) != 20.75 {
+		t.Fatal("the override changed the original spec")
+	}
+	c, err = c.With(Setting{"rtt", "D2-D1=0"})
+	if err != nil || len(c.RTT) != 1 || c.RTT[0].Ms != 0 {
+		t.Fatalf("a second override of the pair: %v, %+v", err, c.RTT)
+	}
+	for _, bad := range []string{"D1=3", "D1-D2", "D1-D2=x", "D1-D9=3"} {
+		if _, err := s.With(Setting{"rtt", bad}); err == nil || !strings.Contains(err.Error(), "rtt") {
+			t.Errorf("--rtt %s: %v", bad, err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -50,18 +51,30 @@ type Workload struct {
 	Warmup            time.Duration // load runs but is not measured as "before the crash" until then
 }
 
-// Fault is one kill or restart at a time from the start of the run.
+// Fault is one entry of faults: at a time from the start of the run, a kill or a
+// restart of a server, a partition into groups, the isolation of a server, or the heal
+// of every partition so far. Exactly one is set.
 type Fault struct {
-	At      time.Duration
-	Kill    int // server id, or 0
-	Restart int // server id, or 0; exactly one of Kill/Restart is set
+	At        time.Duration
+	Kill      int     // server id, or 0
+	Restart   int     // server id, or 0
+	Partition [][]int // groups of servers that cannot reach each other
+	Isolate   int     // server id cut from every other server, or 0
+	Heal      bool
 }
 
 func (f Fault) String() string {
-	if f.Kill != 0 {
+	switch {
+	case f.Kill != 0:
 		return fmt.Sprintf("kill %s at %v", topology.Name(f.Kill), f.At)
+	case f.Restart != 0:
+		return fmt.Sprintf("restart %s at %v", topology.Name(f.Restart), f.At)
+	case f.Partition != nil:
+		return fmt.Sprintf("partition %v at %v", f.Partition, f.At)
+	case f.Isolate != 0:
+		return fmt.Sprintf("isolate %s at %v", topology.Name(f.Isolate), f.At)
 	}
-	return fmt.Sprintf("restart %s at %v", topology.Name(f.Restart), f.At)
+	return fmt.Sprintf("heal at %v", f.At)
 }
 
 // Outdate makes a server miss writes: killed at KillAt, restarted at RestartAt (the paper
@@ -194,14 +207,28 @@ func decodeFaults(d *decoder, s *Spec) field {
 			return nil
 		}
 	}
+	groups := func(dst *[][]int) field {
+		return func(n *yaml.Node, path string) error {
+			*dst = [][]int{}
+			return d.list(n, path, func(_ int, g *yaml.Node, p string) error {
+				var ids []int
+				err := d.ints(&ids)(g, p)
+				*dst = append(*dst, ids)
+				return err
+			})
+		}
+	}
 	return func(n *yaml.Node, path string) error {
 		s.Faults = nil
 		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
 			var f Fault
 			err := d.mapping(e, p, map[string]field{
-				"at":      d.duration(&f.At),
-				"kill":    server(&f.Kill),
-				"restart": server(&f.Restart),
+				"at":        d.duration(&f.At),
+				"kill":      server(&f.Kill),
+				"restart":   server(&f.Restart),
+				"isolate":   server(&f.Isolate),
+				"heal":      d.boolean(&f.Heal),
+				"partition": groups(&f.Partition),
 			}, "at")
 			s.Faults = append(s.Faults, f)
 			return err
@@ -244,53 +271,78 @@ func parseServer(v string) (int, error) {
 	return id, nil
 }
 
-// event is a scheduled fault and the field path that asked for it.
-type event struct {
-	Fault
-	path string
-}
-
-// schedule lists every kill and restart in time order. At equal times restarts come
-// first (an outdated server restarted at crash_at is live for the election), then the
-// order of the spec: the crash, outdate, faults.
-func (s *Spec) schedule() []event {
-	var ev []event
+// schedule lists every kill and restart in time order, each with the spec field that
+// asked for it (nemesis.Fault.Source). At equal times restarts come first (an outdated
+// server restarted at crash_at is live for the election), then the order of the spec:
+// the crash, outdate, faults.
+func (s *Spec) schedule() []nemesis.Fault {
+	var ev []nemesis.Fault
 	if s.CrashAt > 0 {
-		ev = append(ev, event{Fault{At: s.CrashAt, Kill: s.InitialLeader}, "crash_at"})
+		ev = append(ev, nemesis.Fault{At: s.CrashAt, Kind: nemesis.Crash, Server: s.InitialLeader, Source: "crash_at"})
+	}
+	others := func(id int) [][2]int {
+		var out [][2]int
+		for x := 1; x <= s.N(); x++ {
+			if x != id {
+				out = append(out, [2]int{min(id, x), max(id, x)})
+			}
+		}
+		return out
 	}
 	for i, o := range s.Outdate {
 		p := index("outdate", i)
-		ev = append(ev, event{Fault{At: o.KillAt, Kill: o.Server}, p + ".kill_at"},
-			event{Fault{At: o.RestartAt, Restart: o.Server}, p + ".restart_at"})
+		// Cut from the broadcast before it restarts, so no leader of that time can
+		// bring it up to date; it takes part in elections all along, and rejoins the
+		// broadcast at the crash.
+		ev = append(ev, nemesis.Fault{At: o.KillAt, Kind: nemesis.Kill, Server: o.Server, Source: p + ".kill_at"},
+			nemesis.Fault{At: o.RestartAt, Kind: nemesis.Outdate, Server: o.Server, Pairs: others(o.Server), BroadcastOnly: true, Source: p + ".restart_at"},
+			nemesis.Fault{At: o.RestartAt, Kind: nemesis.Restart, Server: o.Server, Source: p + ".restart_at"})
+		if s.CrashAt > 0 {
+			at := max(s.CrashAt, o.RestartAt)
+			ev = append(ev, nemesis.Fault{At: at, Kind: nemesis.Rejoin, Server: o.Server, Pairs: others(o.Server), BroadcastOnly: true, Source: "crash_at"})
+		}
 	}
 	for i, f := range s.Faults {
-		p := index("faults", i) + ".kill"
-		if f.Kill == 0 {
-			p = index("faults", i) + ".restart"
+		p := index("faults", i)
+		var nf nemesis.Fault
+		switch {
+		case f.Kill != 0:
+			nf = nemesis.Fault{Kind: nemesis.Kill, Server: f.Kill, Source: p + ".kill"}
+		case f.Restart != 0:
+			nf = nemesis.Fault{Kind: nemesis.Restart, Server: f.Restart, Source: p + ".restart"}
+		case f.Partition != nil:
+			nf = nemesis.Fault{Kind: nemesis.Partition, Pairs: nemesis.Pairs(f.Partition), Source: p + ".partition"}
+		case f.Isolate != 0:
+			nf = nemesis.Fault{Kind: nemesis.Isolate, Server: f.Isolate, Pairs: others(f.Isolate), Source: p + ".isolate"}
+		default:
+			nf = nemesis.Fault{Kind: nemesis.Heal, Source: p + ".heal"}
 		}
-		ev = append(ev, event{f, p})
+		nf.At = f.At
+		ev = append(ev, nf)
 	}
-	slices.SortStableFunc(ev, func(a, b event) int {
-		if c := cmp.Compare(a.At, b.At); c != 0 {
-			return c
+	// At one instant: cuts, then restarts, then kills, then what restores links.
+	rank := func(f nemesis.Fault) int {
+		switch {
+		case f.Cuts():
+			return 0
+		case f.Kind == nemesis.Restart:
+			return 1
+		case f.Stops():
+			return 2
 		}
-		return cmp.Compare(a.Kill, 0) - cmp.Compare(b.Kill, 0) // restarts (Kill 0) first
+		return 3
+	}
+	slices.SortStableFunc(ev, func(a, b nemesis.Fault) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(rank(a), rank(b)))
 	})
 	return ev
 }
 
-// FaultSchedule is every kill and restart of the run in time order: the crash of the
-// initial leader at CrashAt (unless crash_at is none), each Outdate as a kill and a
-// restart, and Faults. At equal times restarts come first, then the crash, outdate and
-// faults in the spec's order.
-func (s *Spec) FaultSchedule() []Fault {
-	ev := s.schedule()
-	out := make([]Fault, len(ev))
-	for i, e := range ev {
-		out[i] = e.Fault
-	}
-	return out
-}
+// FaultSchedule is the run's nemesis schedule in time order: the crash of the initial
+// leader at CrashAt (unless crash_at is none), each Outdate as a kill and a restart,
+// and Faults. At equal times restarts come first, then the crash, outdate and faults in
+// the spec's order.
+func (s *Spec) FaultSchedule() []nemesis.Fault { return s.schedule() }
 
 // Warnings lists what is allowed but probably not meant, located like errors: an
 // outdated server restarted after the crash (so it is not behind at the election), and
@@ -311,10 +363,13 @@ func (s *Spec) Warnings() []string {
 	n, q := s.N(), score.Quorum(s.N())
 	live := n
 	for _, e := range s.schedule() {
-		if e.Kill != 0 {
+		if e.Kind != nemesis.Restart && !e.Stops() {
+			continue
+		}
+		if e.Stops() {
 			live--
 			if live == q-1 {
-				warn(e.path, "at %v only %d of %d servers are live, fewer than a quorum (%d): writes stall until a restart",
+				warn(e.Source, "at %v only %d of %d servers are live, fewer than a quorum (%d): writes stall until a restart",
 					e.At, live, n, q)
 			}
 		} else {

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func TestRunDefaults(t *testing.T) {
 	if s.PreloadMB != 0 || s.Repetitions != 5 || s.Seed != 1 || s.Backend != "local" || s.Faults != nil || s.Outdate != nil {
 		t.Errorf("run settings: %+v", s)
 	}
-	if got := s.FaultSchedule(); !slices.Equal(got, []Fault{{At: 60 * time.Second, Kill: 5}}) {
+	if got := fmt.Sprint(s.FaultSchedule()); got != "[crash p5 at 1m0s]" {
 		t.Errorf("schedule %v, want only the crash", got)
 	}
 }
@@ -141,12 +140,19 @@ func TestRunErrors(t *testing.T) {
 		// faults
 		{"60s", "faults:\n  - {at: 2m, kill: 3}", "x.yaml:10: faults[0].at: 2m0s is outside the run [0, 2m0s)"},
 		{"60s", "faults:\n  - {at: -1s, kill: 3}", "x.yaml:10: faults[0].at: -1s is outside the run [0, 2m0s)"},
-		{"60s", "faults:\n  - {at: 1s, kill: 3}\n  - {at: 2s, kill: 1, restart: 1}", "x.yaml:11: faults[1]: give kill or restart, not both"},
-		{"60s", "faults:\n  - at: 1s", "x.yaml:10: faults[0]: needs kill or restart (a server id)"},
+		{"60s", "faults:\n  - {at: 1s, kill: 3}\n  - {at: 2s, kill: 1, restart: 1}", "x.yaml:11: faults[1]: needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true"},
+		{"60s", "faults:\n  - at: 1s", "x.yaml:10: faults[0]: needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true"},
 		{"60s", "faults:\n  - {kill: 1}", "x.yaml:10: faults[0].at: missing required field"},
 		{"60s", "faults:\n  - {at: 1s, kill: 2}\n  - {at: 2s, restart: 2}\n  - {at: 3s,\n     kill: 9}", "x.yaml:13: faults[2].kill: server 9 is not one of p1..p5"},
 		{"60s", "faults:\n  - {at: 1s, restart: 6}", "x.yaml:10: faults[0].restart: server 6 is not one of p1..p5"},
 		{"60s", "faults:\n  - {at: 1s, kill: 0}", "x.yaml:10: faults[0].kill: 0 is not a server id (ids are 1..N)"},
+		{"60s", "faults:\n  - {at: 1s, partition: [[1, 2]]}", "x.yaml:10: faults[0].partition: a partition needs at least two groups, got 1"},
+		{"60s", "faults:\n  - {at: 1s, partition: [[1, 2], []]}", "x.yaml:10: faults[0].partition[1]: an empty group"},
+		{"60s", "faults:\n  - {at: 1s, partition: [[1, 2], [2, 3]]}", "x.yaml:10: faults[0].partition[1][0]: p2 is already in group 0"},
+		{"60s", "faults:\n  - {at: 1s, partition: [[1], [7]]}", "x.yaml:10: faults[0].partition[1][0]: server 7 is not one of p1..p5"},
+		{"60s", "faults:\n  - {at: 1s, partition: [1, 2]}", "x.yaml:10: faults[0].partition[0]: expected a list, got \"1\""},
+		{"60s", "faults:\n  - {at: 1s, heal: yes}", `x.yaml:10: faults[0].heal: "yes" is not true or false`},
+		{"60s", "faults:\n  - {at: 1s, isolate: 2, heal: true}", "x.yaml:10: faults[0]: needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true"},
 		{"60s", "faults:\n  - {at: 1s, kill: p1}", `x.yaml:10: faults[0].kill: "p1" is not an integer`},
 		{"60s", "faults: {at: 1s}", "x.yaml:9: faults: expected a list, got a mapping"},
 		// the schedule, played in time order (the list order does not matter)
@@ -178,25 +184,26 @@ func TestFaultSchedule(t *testing.T) {
 	s := func(d int) time.Duration { return time.Duration(d) * time.Second }
 	tests := []struct {
 		name, crash, yaml string
-		want              []Fault
+		want              string
 	}{
-		{"no crash, no faults", "none", "", []Fault{}},
+		{"no crash, no faults", "none", "", "[]"},
 		{"the paper's recovery run", "60s", "outdate: [{server: 1, kill_at: 10s, restart_at: 58s}]",
-			[]Fault{{At: s(10), Kill: 1}, {At: s(58), Restart: 1}, {At: s(60), Kill: 5}}},
+			"[kill p1 at 10s outdate p1 at 58s restart p1 at 58s crash p5 at 1m0s rejoin p1 at 1m0s]"},
 		{"faults sorted by time", "none", "faults:\n  - {at: 30s, restart: 2}\n  - {at: 5s, kill: 2}\n  - {at: 20s, kill: 1}",
-			[]Fault{{At: s(5), Kill: 2}, {At: s(20), Kill: 1}, {At: s(30), Restart: 2}}},
+			"[kill p2 at 5s kill p1 at 20s restart p2 at 30s]"},
+		{"partitions", "none", "faults:\n  - {at: 5s, partition: [[1, 2], [3, 4, 5]]}\n  - {at: 9s, heal: true}\n  - {at: 9s, isolate: 3}",
+			"[partition [[1 3] [1 4] [1 5] [2 3] [2 4] [2 5]] at 5s isolate p3 at 9s heal at 9s]"},
 		// At one instant restarts go first, so an outdated server restarted at crash_at
 		// is live for the election; kills keep the spec's order: crash, outdate, faults.
 		{"ties", "60s", "faults:\n  - {at: 60s, kill: 4}\n  - {at: 10s, kill: 2}\n  - {at: 60s, restart: 2}\noutdate:\n  - {server: 3, kill_at: 60s, restart_at: 70s}\n  - {server: 1, kill_at: 10s, restart_at: 60s}",
-			[]Fault{{At: s(10), Kill: 1}, {At: s(10), Kill: 2}, {At: s(60), Restart: 1}, {At: s(60), Restart: 2},
-				{At: s(60), Kill: 5}, {At: s(60), Kill: 3}, {At: s(60), Kill: 4}, {At: s(70), Restart: 3}}},
+			"[kill p1 at 10s kill p2 at 10s outdate p1 at 1m0s restart p1 at 1m0s restart p2 at 1m0s crash p5 at 1m0s kill p3 at 1m0s kill p4 at 1m0s rejoin p1 at 1m0s outdate p3 at 1m10s restart p3 at 1m10s rejoin p3 at 1m10s]"},
 	}
 	for _, tc := range tests {
 		sp, err := Parse("x.yaml", runSpec(tc.crash, tc.yaml))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := sp.FaultSchedule(); !slices.Equal(got, tc.want) {
+		if got := fmt.Sprint(sp.FaultSchedule()); got != tc.want {
 			t.Errorf("%s:\n got: %v\nwant: %v", tc.name, got, tc.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -345,34 +346,75 @@ func (s *Spec) checkFaults() error {
 		if err := inRun(p+".at", f.At); err != nil {
 			return err
 		}
+		set := 0
+		for _, on := range []bool{f.Kill != 0, f.Restart != 0, f.Partition != nil, f.Isolate != 0, f.Heal} {
+			if on {
+				set++
+			}
+		}
+		if set != 1 {
+			return s.errf(p, "needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true")
+		}
 		switch {
-		case f.Kill != 0 && f.Restart != 0:
-			return s.errf(p, "give kill or restart, not both")
-		case f.Kill == 0 && f.Restart == 0:
-			return s.errf(p, "needs kill or restart (a server id)")
 		case f.Kill != 0:
 			if err := server(p+".kill", f.Kill); err != nil {
 				return err
 			}
-		default:
+		case f.Restart != 0:
 			if err := server(p+".restart", f.Restart); err != nil {
+				return err
+			}
+		case f.Isolate != 0:
+			if err := server(p+".isolate", f.Isolate); err != nil {
+				return err
+			}
+		case f.Partition != nil:
+			if err := s.checkGroups(p+".partition", f.Partition, server); err != nil {
 				return err
 			}
 		}
 	}
-	killedBy := map[int]event{}
+	killedBy := map[int]nemesis.Fault{}
 	for _, e := range s.schedule() {
-		if id := e.Kill; id != 0 {
-			if k, dead := killedBy[id]; dead {
-				return s.errf(e.path, "%s is already dead at %v (killed at %v by %s)", topology.Name(id), e.At, k.At, k.path)
-			}
-			killedBy[id] = e
+		if e.Kind != nemesis.Restart && !e.Stops() {
 			continue
 		}
-		if _, dead := killedBy[e.Restart]; !dead {
-			return s.errf(e.path, "%s is not dead at %v: only a killed server can restart", topology.Name(e.Restart), e.At)
+		if e.Stops() {
+			if k, dead := killedBy[e.Server]; dead {
+				return s.errf(e.Source, "%s is already dead at %v (killed at %v by %s)", topology.Name(e.Server), e.At, k.At, k.Source)
+			}
+			killedBy[e.Server] = e
+			continue
 		}
-		delete(killedBy, e.Restart)
+		if _, dead := killedBy[e.Server]; !dead {
+			return s.errf(e.Source, "%s is not dead at %v: only a killed server can restart", topology.Name(e.Server), e.At)
+		}
+		delete(killedBy, e.Server)
+	}
+	return nil
+}
+
+// checkGroups checks a partition's groups: at least two, none empty, valid and
+// distinct server ids.
+func (s *Spec) checkGroups(path string, groups [][]int, server func(string, int) error) error {
+	if len(groups) < 2 {
+		return s.errf(path, "a partition needs at least two groups, got %d", len(groups))
+	}
+	in := map[int]int{}
+	for g, ids := range groups {
+		gp := index(path, g)
+		if len(ids) == 0 {
+			return s.errf(gp, "an empty group")
+		}
+		for k, id := range ids {
+			if err := server(index(gp, k), id); err != nil {
+				return err
+			}
+			if h, dup := in[id]; dup {
+				return s.errf(index(gp, k), "%s is already in group %d", topology.Name(id), h)
+			}
+			in[id] = g
+		}
 	}
 	return nil
 }

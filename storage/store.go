@@ -101,17 +101,18 @@ func (s *Store) loadSnapshot(t *datatree.Tree, z zab.Zxid) error {
 	return nil
 }
 
-// Snapshot writes a snapshot of t (a clone of it, so Apply may go on), then
+// Snapshot writes a snapshot of t (a view of it, so Apply may go on), then
 // compacts the log up to the oldest retained snapshot: the log always holds
 // everything after each snapshot kept.
 func (s *Store) Snapshot(t *datatree.Tree) (SnapshotMeta, error) {
-	c := t.Clone()
-	z := c.LastZxid()
+	v := t.View()
+	defer v.Close()
+	z := v.Zxid()
 	sink, err := s.Snapshots.Create(z)
 	if err != nil {
 		return SnapshotMeta{}, err
 	}
-	if err := c.WriteSnapshot(sink); err != nil {
+	if err := v.WriteTo(sink); err != nil {
 		sink.Cancel()
 		return SnapshotMeta{}, err
 	}

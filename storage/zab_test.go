@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/polebench/polebench/datatree"
 	"github.com/polebench/polebench/zab"
@@ -76,7 +77,7 @@ func TestPersistRestore(t *testing.T) {
 				!equalTxns(p.Log, txns[first:first+len(p.Log)]) {
 				t.Errorf("restored log: %d entries from txn %d", len(p.Log), first)
 			}
-			if _, err := zab.New(zab.Config{ID: 1, Peers: []uint64{1, 2, 3}}, p); err != nil {
+			if _, err := zab.New(zab.DefaultConfig(1, []int{1, 2, 3}, 100*time.Millisecond), p); err != nil {
 				t.Errorf("zab refuses the restored state: %v", err)
 			}
 		})

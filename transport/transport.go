@@ -53,6 +53,9 @@ type Event struct {
 	Peer    int
 	Channel Channel
 	Up      bool // true: a new outgoing connection is established
+	// Closed: the peer closed its stream to us (its process most likely died), one
+	// link delay after it did (Config.CloseDelay); what it had sent is all delivered.
+	Closed bool
 }
 
 // MaxFrame bounds one message; snapshots travel in chunks well below it.
@@ -81,6 +84,11 @@ type Config struct {
 	// sender's death, as packets in a kernel qdisc do; what has not departed dies
 	// with the sender, and what arrives for a dead receiver is lost.
 	Schedule func(to int, ch Channel, size int) (depart, arrive int64, err error)
+	// CloseDelay, if set, is the one-way delay of the link from a peer: a closed
+	// incoming stream is reported that long after the close is seen, as a WAN delivers
+	// the FIN of a killed process one link delay later. Leave it nil when the network
+	// (or the kernel's netem) delays packets itself.
+	CloseDelay func(from int) time.Duration
 	// Dial defaults to a net.Dialer with a 2 s timeout.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// Backoff bounds for reconnecting: starts at MinBackoff, doubles up to MaxBackoff.
@@ -101,7 +109,8 @@ type Transport struct {
 
 	mu    sync.Mutex
 	out   map[outKey]*outStream
-	conns map[net.Conn]struct{} // accepted, to close on shutdown
+	conns map[net.Conn]int // accepted, to close on shutdown: the peer once known (0 before)
+	cut   map[int]bool     // peers whose streams are cut both ways (a partition)
 }
 
 type outKey struct {
@@ -132,7 +141,7 @@ func New(ctx context.Context, ln net.Listener, cfg Config) *Transport {
 		cfg: cfg, log: cfg.Logger.With("transport", cfg.ID), ln: ln,
 		recv: make(chan Message, 1024), events: make(chan Event, 256),
 		ctx: ctx, cancel: cancel,
-		out: map[outKey]*outStream{}, conns: map[net.Conn]struct{}{},
+		out: map[outKey]*outStream{}, conns: map[net.Conn]int{}, cut: map[int]bool{},
 	}
 	t.wg.Add(1)
 	go t.accept()
@@ -155,6 +164,10 @@ func (t *Transport) Send(to int, ch Channel, payload []byte) bool {
 		return false
 	}
 	t.mu.Lock()
+	if t.cut[to] {
+		t.mu.Unlock()
+		return false
+	}
 	k := outKey{to, ch}
 	s := t.out[k]
 	if s == nil {
@@ -187,6 +200,45 @@ func (t *Transport) Send(to int, ch Channel, payload []byte) bool {
 		}
 	}
 	return false
+}
+
+// Cut cuts (or, with false, restores) every stream to and from peer, as a network
+// partition would: while cut, what this side sends to peer is dropped and what peer
+// sends is refused. Cutting resets the outgoing streams (their queued messages are
+// lost, and Events reports the break) and closes the incoming ones (reported as
+// Closed, so a follower of peer stops waiting for it). Both sides of a link must be
+// cut for a partition to hold whatever the other side does; cutting one side already
+// stops every message in both directions.
+func (t *Transport) Cut(peer int, cut bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cut[peer] == cut {
+		return
+	}
+	if !cut {
+		delete(t.cut, peer)
+		return
+	}
+	t.cut[peer] = true
+	for k, s := range t.out {
+		if k.to == peer {
+			select {
+			case s.reset <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for c, from := range t.conns {
+		if from == peer {
+			c.Close()
+		}
+	}
+}
+
+func (t *Transport) isCut(peer int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cut[peer]
 }
 
 // Close stops everything and waits for the goroutines.
@@ -225,7 +277,7 @@ func (t *Transport) accept() {
 			c.Close()
 			return
 		}
-		t.conns[c] = struct{}{}
+		t.conns[c] = 0
 		t.mu.Unlock()
 		t.wg.Add(1)
 		go t.serve(c)
@@ -259,6 +311,15 @@ func (t *Transport) serve(c net.Conn) {
 		t.log.Warn("refused connection from unknown peer", "peer", from, "remote", c.RemoteAddr())
 		return
 	}
+	t.mu.Lock()
+	cut := t.cut[from]
+	if !cut {
+		t.conns[c] = from
+	}
+	t.mu.Unlock()
+	if cut {
+		return // a partition: refused
+	}
 	var waker *netem.Waker
 	if stamped {
 		w, err := netem.NewWaker()
@@ -280,9 +341,13 @@ func (t *Transport) serve(c net.Conn) {
 	for {
 		p, err := ReadFrame(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && t.ctx.Err() == nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, io.EOF) {
 				t.log.Debug("stream closed", "peer", from, "channel", ch, "err", err)
 			}
+			t.closed(from, ch)
 			return
 		}
 		if stamped {
@@ -296,11 +361,34 @@ func (t *Transport) serve(c net.Conn) {
 				return
 			}
 		}
+		if t.isCut(from) {
+			t.closed(from, ch)
+			return
+		}
 		select {
 		case t.recv <- Message{From: from, Channel: ch, Payload: p}:
 		case <-t.ctx.Done():
 			return
 		}
+	}
+}
+
+// closed reports that peer's stream on ch ended, after the link's delay: every frame
+// it carried has been delivered by then (frames are read, and held, in order).
+func (t *Transport) closed(peer int, ch Channel) {
+	var delay time.Duration
+	if t.cfg.CloseDelay != nil {
+		delay = t.cfg.CloseDelay(peer)
+	}
+	e := Event{Peer: peer, Channel: ch, Closed: true}
+	if delay <= 0 {
+		t.emit(e)
+		return
+	}
+	select {
+	case <-time.After(delay):
+		t.emit(e)
+	case <-t.ctx.Done():
 	}
 }
 

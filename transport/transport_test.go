@@ -257,3 +257,94 @@ func TestUserSpaceLink(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
+
+// A peer that dies closes its streams: the receiver hears it one link delay later, and
+// only after everything the peer sent before (here held by a 30 ms user-space link).
+func TestPeerCloseReportedAfterLinkDelay(t *testing.T) {
+	const delay = 30 * time.Millisecond
+	ts := cluster(t, 2, func(c *Config) {
+		c.CloseDelay = func(int) time.Duration { return delay }
+		c.Schedule = func(int, Channel, int) (int64, int64, error) {
+			now := netem.Now()
+			return now, now + int64(delay), nil
+		}
+	})
+	t1, t2 := ts[0], ts[1]
+	t1.Send(2, Broadcast, []byte("last words"))
+	time.Sleep(5 * time.Millisecond) // let the frame reach t2's socket before t1 dies
+	died := time.Now()
+	t1.Close()
+	var got Message
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case got = <-t2.Recv():
+			continue
+		case e := <-t2.Events():
+			if !e.Closed {
+				continue
+			}
+			if e.Peer != 1 || e.Channel != Broadcast {
+				t.Fatalf("closed event %+v", e)
+			}
+			if string(got.Payload) != "last words" {
+				t.Fatalf("the close was reported before the last message (%q)", got.Payload)
+			}
+			if el := time.Since(died); el < delay {
+				t.Fatalf("the close was reported %v after the peer died, before the link's %v", el, delay)
+			}
+			return
+		case <-deadline:
+			t.Fatal("no closed event within 5s")
+		}
+	}
+}
+
+// A cut on one side stops both directions; healing lets both flow again.
+func TestCutStopsBothDirections(t *testing.T) {
+	ts := cluster(t, 2, func(c *Config) { c.MinBackoff, c.MaxBackoff = 5*time.Millisecond, 20*time.Millisecond })
+	t1, t2 := ts[0], ts[1]
+	go func() { // t1's owner reads its events, as a node's loop does
+		for range t1.Events() {
+		}
+	}()
+	t1.Send(2, Broadcast, []byte("before"))
+	if m := recv(t, t2); string(m.Payload) != "before" {
+		t.Fatalf("got %q", m.Payload)
+	}
+	t2.Cut(1, true)
+	waitEvent(t, t2, Event{Peer: 1, Channel: Broadcast, Closed: true}) // t1's stream to t2 was closed
+	if t2.Send(1, Election, []byte("x")) {
+		t.Fatal("a cut side sent to its peer")
+	}
+	for i := range 20 {
+		t1.Send(2, Broadcast, fmt.Appendf(nil, "during %d", i))
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case m := <-t2.Recv():
+		t.Fatalf("received %q through a cut", m.Payload)
+	case <-time.After(100 * time.Millisecond):
+	}
+	t2.Cut(1, false)
+	deadline := time.After(5 * time.Second)
+	for i := 0; ; i++ {
+		t1.Send(2, Broadcast, []byte("after"))
+		select {
+		case m := <-t2.Recv():
+			if string(m.Payload) != "after" {
+				t.Fatalf("after healing, got %q", m.Payload)
+			}
+			if !t2.Send(1, Election, []byte("y")) {
+				t.Fatal("a healed side cannot send")
+			}
+			if m := recv(t, t1); string(m.Payload) != "y" {
+				t.Fatalf("t1 got %q", m.Payload)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("nothing flows after healing")
+		}
+	}
+}

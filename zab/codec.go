@@ -36,7 +36,7 @@ func (m *Message) AppendBinary(b []byte) ([]byte, error) {
 		flags |= flagLast
 	}
 	b = append(b, codecVersion, byte(m.Type), flags)
-	for _, v := range []uint64{m.From, m.To, uint64(m.Epoch), uint64(m.CurrentEpoch), uint64(m.Zxid), uint64(m.Seq), m.ReqID,
+	for _, v := range []uint64{uint64(m.From), uint64(m.To), uint64(m.Epoch), uint64(m.CurrentEpoch), uint64(m.Zxid), uint64(m.Seq), m.ReqID,
 		uint64(m.Summary.Last), uint64(m.Summary.Base), uint64(len(m.Summary.EpochEnds))} {
 		b = binary.AppendUvarint(b, v)
 	}
@@ -46,7 +46,7 @@ func (m *Message) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(m.Entries)))
 	for _, e := range m.Entries {
 		b = binary.AppendUvarint(b, uint64(e.Zxid))
-		b = binary.AppendUvarint(b, e.Origin)
+		b = binary.AppendUvarint(b, uint64(e.Origin))
 		b = binary.AppendUvarint(b, e.ReqID)
 		b = binary.AppendUvarint(b, uint64(len(e.Data)))
 		b = append(b, e.Data...)
@@ -58,7 +58,7 @@ func (m *Message) AppendBinary(b []byte) ([]byte, error) {
 // EncodedSize is the length of m's encoding, without encoding it.
 func (m *Message) EncodedSize() int {
 	n := 3
-	for _, v := range []uint64{m.From, m.To, uint64(m.Epoch), uint64(m.CurrentEpoch), uint64(m.Zxid), uint64(m.Seq), m.ReqID,
+	for _, v := range []uint64{uint64(m.From), uint64(m.To), uint64(m.Epoch), uint64(m.CurrentEpoch), uint64(m.Zxid), uint64(m.Seq), m.ReqID,
 		uint64(m.Summary.Last), uint64(m.Summary.Base), uint64(len(m.Summary.EpochEnds)), uint64(len(m.Entries)), uint64(len(m.Data))} {
 		n += uvarintLen(v)
 	}
@@ -66,7 +66,7 @@ func (m *Message) EncodedSize() int {
 		n += uvarintLen(uint64(z))
 	}
 	for _, e := range m.Entries {
-		n += uvarintLen(uint64(e.Zxid)) + uvarintLen(e.Origin) + uvarintLen(e.ReqID) + uvarintLen(uint64(len(e.Data))) + len(e.Data)
+		n += uvarintLen(uint64(e.Zxid)) + uvarintLen(uint64(e.Origin)) + uvarintLen(e.ReqID) + uvarintLen(uint64(len(e.Data))) + len(e.Data)
 	}
 	return n + len(m.Data)
 }
@@ -112,6 +112,9 @@ func (d *decoder) u32(field string) uint32 {
 	return uint32(v)
 }
 
+// id reads a server id, which must fit 32 bits.
+func (d *decoder) id(field string) int { return int(d.u32(field)) }
+
 // count reads a length and checks that at least min bytes per element remain, so a
 // hostile length cannot make us allocate more than the input justifies.
 func (d *decoder) count(field string, min int) int {
@@ -152,8 +155,8 @@ func (m *Message) UnmarshalBinary(b []byte) error {
 	}
 	d := decoder{b: b[3:]}
 	out := Message{Type: t, Fresh: flags&flagFresh != 0, Last: flags&flagLast != 0}
-	out.From = d.uvarint("from")
-	out.To = d.uvarint("to")
+	out.From = d.id("from")
+	out.To = d.id("to")
 	out.Epoch = d.u32("epoch")
 	out.CurrentEpoch = d.u32("current epoch")
 	out.Zxid = Zxid(d.uvarint("zxid"))
@@ -172,7 +175,7 @@ func (m *Message) UnmarshalBinary(b []byte) error {
 		for i := range out.Entries {
 			e := &out.Entries[i]
 			e.Zxid = Zxid(d.uvarint("entry zxid"))
-			e.Origin = d.uvarint("entry origin")
+			e.Origin = d.id("entry origin")
 			e.ReqID = d.uvarint("entry request id")
 			e.Data = d.bytes("entry data")
 		}

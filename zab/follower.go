@@ -21,7 +21,7 @@ type followerState struct {
 	acked       Zxid
 }
 
-func (n *Node) becomeFollower(leader uint64) {
+func (n *Node) becomeFollower(leader int) {
 	n.leaveRole()
 	n.role, n.leader = Following, leader
 	n.log.Info("following", "leader", leader)

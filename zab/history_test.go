@@ -3,6 +3,7 @@ package zab
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 func mkHistory(base Zxid, zs ...Zxid) history {
@@ -65,7 +66,7 @@ func TestHistoryTrim(t *testing.T) {
 }
 
 func TestNewRejectsBadPersistedState(t *testing.T) {
-	cfg := Config{ID: 1, Peers: []uint64{1, 2, 3}}
+	cfg := DefaultConfig(1, []int{1, 2, 3}, 100*time.Millisecond)
 	for _, tc := range []struct {
 		name string
 		st   Persisted
@@ -79,11 +80,13 @@ func TestNewRejectsBadPersistedState(t *testing.T) {
 			t.Errorf("%s: accepted", tc.name)
 		}
 	}
+	withWindow := func(c Config, w int) Config { c.Window = w; return c }
 	for _, bad := range []Config{
-		{ID: 0, Peers: []uint64{1}},
-		{ID: 4, Peers: []uint64{1, 2, 3}},
-		{ID: 1, Peers: []uint64{1, 1, 2}},
-		{ID: 1, Peers: []uint64{1, 2}, Window: -1},
+		DefaultConfig(0, []int{1}, time.Second),
+		DefaultConfig(4, []int{1, 2, 3}, time.Second),
+		DefaultConfig(1, []int{1, 1, 2}, time.Second),
+		withWindow(DefaultConfig(1, []int{1, 2}, time.Second), -1),
+		{ID: 1, Peers: []int{1, 2}}, // zero timers: not from DefaultConfig
 	} {
 		if _, err := New(bad, Persisted{}); err == nil {
 			t.Errorf("config %+v accepted", bad)

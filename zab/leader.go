@@ -27,7 +27,7 @@ const (
 )
 
 type peerState struct {
-	id       uint64
+	id       int
 	phase    peerPhase
 	heard    int64  // tick a message last came from it
 	accepted uint32 // FOLLOWERINFO's accepted epoch
@@ -53,7 +53,7 @@ type leaderState struct {
 	firstCommit bool
 }
 
-func (ls *leaderState) peer(id uint64) *peerState {
+func (ls *leaderState) peer(id int) *peerState {
 	for _, p := range ls.peers {
 		if p.id == id {
 			return p
@@ -340,7 +340,7 @@ func (n *Node) maybeServe() {
 	n.maybeCommit()
 }
 
-func (n *Node) propose(origin, reqID uint64, data []byte) {
+func (n *Node) propose(origin int, reqID uint64, data []byte) {
 	ls := n.ls
 	if ls.counter == math.MaxUint32 {
 		n.becomeLooking("zxid counter exhausted")

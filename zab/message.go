@@ -54,7 +54,7 @@ func (t MsgType) String() string {
 // after a restart has Origin 0.
 type Entry struct {
 	Txn
-	Origin uint64
+	Origin int
 	ReqID  uint64
 }
 
@@ -87,7 +87,7 @@ func (s Summary) has(z Zxid) bool {
 // constants). Use MarshalBinary / UnmarshalBinary to put it on a wire.
 type Message struct {
 	Type         MsgType
-	From, To     uint64
+	From, To     int
 	Epoch        uint32
 	CurrentEpoch uint32
 	Fresh        bool

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"time"
 )
 
 // FetchPolicy picks, among the quorum members with the longest history, the one a
@@ -20,8 +21,8 @@ const (
 
 // Config configures a Node. Zero durations take the defaults.
 type Config struct {
-	ID    uint64   // this server
-	Peers []uint64 // every configured server, this one included; a quorum is a majority of them
+	ID    int   // this server
+	Peers []int // every configured server, this one included; a quorum is a majority of them
 
 	Window        int         // committed transactions kept in memory for DIFFs (default 500)
 	PingTicks     int         // a leader pings every PingTicks ticks (default 1)
@@ -36,11 +37,23 @@ type Config struct {
 // DefaultWindow is ZooKeeper 3.3's committedLog size.
 const DefaultWindow = 500
 
-func (c *Config) validate() error {
+// DefaultConfig is server id's configuration among peers (every server, id included)
+// for a driver that ticks every tick: a follower that hears nothing from its leader for
+// 1 s (at least 10 ticks) goes LOOKING, FOLLOWERINFO is resent every 200 ms (at least
+// 2 ticks), DIFFs cover the last DefaultWindow transactions in batches of about 1 MiB.
+func DefaultConfig(id int, peers []int, tick time.Duration) Config {
+	return Config{
+		ID: id, Peers: peers, Window: DefaultWindow, PingTicks: 1,
+		TimeoutTicks: max(10, int(time.Second/tick)), RetryTicks: max(2, int(200*time.Millisecond/tick)),
+		MaxBatchBytes: 1 << 20,
+	}
+}
+
+func (c Config) validate() error {
 	if c.ID == 0 {
 		return fmt.Errorf("zab: config: ID must be > 0")
 	}
-	seen := map[uint64]bool{}
+	seen := map[int]bool{}
 	for _, p := range c.Peers {
 		if p == 0 {
 			return fmt.Errorf("zab: config: peer id 0")
@@ -59,18 +72,10 @@ func (c *Config) validate() error {
 			return fmt.Errorf("zab: config: %s = %d, must be >= 0", name, v)
 		}
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
+	for name, v := range map[string]int{"PingTicks": c.PingTicks, "TimeoutTicks": c.TimeoutTicks, "RetryTicks": c.RetryTicks, "MaxBatchBytes": c.MaxBatchBytes} {
+		if v == 0 {
+			return fmt.Errorf("zab: config: %s is 0 (start from DefaultConfig)", name)
 		}
-	}
-	def(&c.Window, DefaultWindow)
-	def(&c.PingTicks, 1)
-	def(&c.TimeoutTicks, 10)
-	def(&c.RetryTicks, 2)
-	def(&c.MaxBatchBytes, 1<<20)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
 }
@@ -81,7 +86,7 @@ func (c *Config) validate() error {
 type Node struct {
 	cfg    Config
 	log    *slog.Logger
-	id     uint64
+	id     int
 	quorum int
 	now    int64 // ticks since New
 
@@ -105,7 +110,7 @@ type Node struct {
 	pending  map[uint64]bool // this server's requests awaiting their commit
 
 	role   Role
-	leader uint64
+	leader int
 	epoch  uint32 // epoch of the leadership being established or served (0: not yet known)
 	ls     *leaderState
 	fs     *followerState
@@ -141,6 +146,9 @@ func New(cfg Config, st Persisted) (*Node, error) {
 		if !follows(st.Log[i-1].Zxid, st.Log[i].Zxid) {
 			return nil, fmt.Errorf("zab: persisted log: entry %d (%v) does not follow %v", i, st.Log[i].Zxid, st.Log[i-1].Zxid)
 		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{
 		cfg:     cfg,
@@ -217,7 +225,7 @@ func (n *Node) Tick() {
 // Elected tells the node who the election chose. Telling a node what it already
 // does (lead, or follow that leader) changes nothing: a leader that started a new
 // epoch is noticed through its pings.
-func (n *Node) Elected(leader uint64) error {
+func (n *Node) Elected(leader int) error {
 	if !slices.Contains(n.cfg.Peers, leader) {
 		return fmt.Errorf("zab: elected %d is not a configured server", leader)
 	}
@@ -231,10 +239,23 @@ func (n *Node) Elected(leader uint64) error {
 	return nil
 }
 
+// Closed tells the node that peer closed its connection: its process has most likely
+// died (a killed process's sockets close at once, and the FIN reaches the peers one
+// link delay later). A follower of that peer goes LOOKING at once, as ZooKeeper's
+// followers do when the leader's socket closes, instead of waiting out TimeoutTicks,
+// which stays for silent failures. Anything else is handled as Disconnected.
+func (n *Node) Closed(peer int) {
+	if n.role == Following && peer == n.leader {
+		n.becomeLooking(fmt.Sprintf("leader %d closed its connection", peer))
+		return
+	}
+	n.Disconnected(peer)
+}
+
 // Disconnected tells the node that the connection to peer broke, so messages to
 // or from it may have been lost. A follower starts its handshake with the leader
 // again; a leader stops sending to the peer until it does.
-func (n *Node) Disconnected(peer uint64) {
+func (n *Node) Disconnected(peer int) {
 	switch {
 	case n.role == Following && peer == n.leader:
 		n.resync("connection to the leader lost")
@@ -339,7 +360,7 @@ func (n *Node) takeMessages() []Message {
 	msgs := n.msgs
 	n.msgs = nil
 	out := msgs[:0:0]
-	lastTo := map[uint64]int{}
+	lastTo := map[int]int{}
 	for _, m := range msgs {
 		if i, ok := lastTo[m.To]; ok && m.Type == MsgProposal && out[i].Type == MsgProposal && out[i].Epoch == m.Epoch &&
 			out[i].Entries[len(out[i].Entries)-1].Zxid == m.Zxid {
@@ -504,7 +525,7 @@ func (n *Node) recvChunk(m Message) error {
 
 // sendHistory brings peer `to` (whose log r summarizes) up to this server's log:
 // TRUNC, SNAP or nothing, then DIFFs. It returns the plan, for logs and tests.
-func (n *Node) sendHistory(to uint64, r Summary) syncPlan {
+func (n *Node) sendHistory(to int, r Summary) syncPlan {
 	p := n.hist.plan(r, n.applied)
 	from := p.at
 	switch p.kind {

@@ -3,6 +3,8 @@ package zab
 import (
 	"errors"
 	"fmt"
+
+	"github.com/polebench/polebench/event"
 )
 
 // Ready is what the core asks its driver to do. The driver handles one Ready at a
@@ -106,26 +108,29 @@ const (
 	EventFirstCommit                      // leader: the first transaction of its epoch committed
 )
 
-func (t EventType) String() string {
+// Kind names the event in the run's vocabulary (events.jsonl, analysis).
+func (t EventType) Kind() event.Kind {
 	switch t {
 	case EventLooking:
-		return "LOOKING"
+		return event.Looking
 	case EventFollowing:
-		return "FOLLOWING"
+		return event.Following
 	case EventLeading:
-		return "LEADING"
+		return event.Leading
 	case EventSynced:
-		return "SYNCED"
+		return event.Synced
 	case EventFirstCommit:
-		return "FIRST_COMMIT"
+		return event.FirstCommit
 	}
-	return fmt.Sprintf("EventType(%d)", uint8(t))
+	return event.Kind(fmt.Sprintf("EventType(%d)", uint8(t)))
 }
+
+func (t EventType) String() string { return string(t.Kind()) }
 
 // Event is one state change; the driver stamps it with its clock.
 type Event struct {
 	Type   EventType
-	Leader uint64
+	Leader int
 	Epoch  uint32 // the leader's epoch, once known
 	Zxid   Zxid   // LEADING: last zxid; SYNCED: commit point; FIRST_COMMIT: its zxid
 	Reason string // LOOKING only
@@ -149,16 +154,18 @@ const (
 	Leading
 )
 
+// String is the role as ZooKeeper names a server's state: the kind of the event that
+// enters it.
 func (r Role) String() string {
-	return [...]string{"LOOKING", "FOLLOWING", "LEADING"}[r]
+	return string([...]event.Kind{event.Looking, event.Following, event.Leading}[r])
 }
 
 // Status is a snapshot of the core's state, for the election (LastZxid is the
 // history oracle's score) and for monitoring.
 type Status struct {
-	ID            uint64
+	ID            int
 	Role          Role
-	Leader        uint64 // 0 while looking
+	Leader        int    // 0 while looking
 	Serving       bool   // in the broadcast phase: Propose works
 	Epoch         uint32 // the epoch of the leader being followed or led, once known
 	AcceptedEpoch uint32

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata expected output")
@@ -164,9 +165,13 @@ func runCommand(np **Node, line string) (string, error) {
 	}
 	switch f[0] {
 	case "new":
-		cfg := Config{ID: num("id"), Window: int(num("window")), TimeoutTicks: 5, RetryTicks: 2}
+		cfg := DefaultConfig(int(num("id")), nil, 100*time.Millisecond)
+		cfg.TimeoutTicks, cfg.RetryTicks = 5, 2
+		if _, ok := args["window"]; ok {
+			cfg.Window = int(num("window"))
+		}
 		for _, p := range strings.Split(args["peers"], ",") {
-			v, _ := strconv.ParseUint(p, 10, 64)
+			v, _ := strconv.Atoi(p)
 			cfg.Peers = append(cfg.Peers, v)
 		}
 		var st Persisted
@@ -197,15 +202,18 @@ func runCommand(np **Node, line string) (string, error) {
 		*np = nn
 		return "", nil
 	case "elected":
-		v, _ := strconv.ParseUint(f[1], 10, 64)
+		v, _ := strconv.Atoi(f[1])
 		if err := n.Elected(v); err != nil {
 			return "error: " + err.Error(), nil
 		}
 	case "stepdown":
 		n.StepDown("script")
 	case "disconnected":
-		v, _ := strconv.ParseUint(f[1], 10, 64)
+		v, _ := strconv.Atoi(f[1])
 		n.Disconnected(v)
+	case "closed":
+		v, _ := strconv.Atoi(f[1])
+		n.Closed(v)
 	case "tick":
 		k := 1
 		if len(f) > 1 {
@@ -232,7 +240,7 @@ func runCommand(np **Node, line string) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("unknown message type %q", f[1])
 		}
-		m := Message{Type: t, From: num("from"), To: n.id, Epoch: uint32(num("e")), CurrentEpoch: uint32(num("cur")),
+		m := Message{Type: t, From: int(num("from")), To: n.id, Epoch: uint32(num("e")), CurrentEpoch: uint32(num("cur")),
 			Seq: uint32(num("seq")), ReqID: num("req")}
 		_, m.Fresh = args["fresh"]
 		_, m.Last = args["last"]
@@ -259,7 +267,7 @@ func runCommand(np **Node, line string) (string, error) {
 			e := Entry{Txn: Txn{Zxid: z, Data: []byte("t" + zx(z))}}
 			if tag != "" {
 				o, r, _ := strings.Cut(tag, "#")
-				e.Origin, _ = strconv.ParseUint(o, 10, 64)
+				e.Origin, _ = strconv.Atoi(o)
 				e.ReqID, _ = strconv.ParseUint(r, 10, 64)
 			}
 			m.Entries = append(m.Entries, e)

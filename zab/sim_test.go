@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 type simConfig struct {
@@ -35,6 +36,14 @@ type simConfig struct {
 	lean       bool // benchmarks: keep only the recent log on disk, check nothing per apply
 }
 
+// simZabConfig is the template of every simulated server's config (ID and Peers are
+// filled in): a small DIFF window so SNAPs happen, 20 ticks of silence before LOOKING.
+func simZabConfig() Config {
+	c := DefaultConfig(0, nil, 10*time.Millisecond)
+	c.Window, c.TimeoutTicks, c.RetryTicks = 50, 20, 2
+	return c
+}
+
 func defaultSimConfig() simConfig {
 	return simConfig{
 		n:          5,
@@ -43,7 +52,7 @@ func defaultSimConfig() simConfig {
 		delayUS:    func(a, b int) int64 { return 500 },
 		chunk:      1 << 20,
 		localSnap:  100,
-		zab:        Config{Window: 50, TimeoutTicks: 20, RetryTicks: 2},
+		zab:        simZabConfig(),
 		policy:     historyPolicy,
 		loadUS:     1000,
 		writeBytes: 1024,
@@ -192,10 +201,10 @@ func (s *sim) runFor(d int64) { s.runUntil(s.now + d) }
 
 func (s *sim) zabConfig(id int) Config {
 	c := s.cfg.zab
-	c.ID = uint64(id)
+	c.ID = id
 	c.Peers = nil
 	for i := 1; i <= s.cfg.n; i++ {
-		c.Peers = append(c.Peers, uint64(i))
+		c.Peers = append(c.Peers, i)
 	}
 	return c
 }
@@ -259,7 +268,7 @@ func (s *sim) send(from *simNode, m Message) {
 	to := s.nodes[m.To]
 	s.sent[m.Type]++
 	s.sentTo[[3]int{int(m.Type), from.id, to.id}]++
-	if m.From != uint64(from.id) {
+	if m.From != from.id {
 		s.fatalf("node %d sends %v with From %d", from.id, m, m.From)
 	}
 	b, err := m.MarshalBinary()
@@ -533,7 +542,7 @@ func (s *sim) runElection() {
 }
 
 func (s *sim) elect(nd *simNode, l int) {
-	if err := nd.core.Elected(uint64(l)); err != nil {
+	if err := nd.core.Elected(l); err != nil {
 		s.fatalf("elected: %v", err)
 	}
 	s.drain(nd)
@@ -617,7 +626,7 @@ func (s *sim) converged() bool {
 	want := l.core.Status().Committed
 	for _, nd := range s.live() {
 		st := nd.core.Status()
-		if !st.Serving || st.Leader != uint64(l.id) || nd.sm.zxid != want || st.LastZxid != want {
+		if !st.Serving || st.Leader != l.id || nd.sm.zxid != want || st.LastZxid != want {
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -137,6 +138,27 @@ func TestCLIErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
 			t.Errorf("polebench %v: exit %d\nstdout: %s\nstderr: %s\nwant exit %d, stdout ~ %q, stderr ~ %q",
 				tc.args, code, out, errs, tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// The README's and docs' relative links resolve in a clone of the repository.
+func TestDocLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	for _, doc := range []string{"../../README.md", "../../docs/architecture.md", "../../docs/paper-facts.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			n++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(doc), m[1])); err != nil {
+				t.Errorf("%s links to %s, which is not in the repository", doc, m[1])
+			}
+		}
+		if doc == "../../README.md" && n == 0 {
+			t.Error("the README links to no document: the check checked nothing")
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/image"
+	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
 )
 
@@ -42,9 +43,13 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := runner.Run(ctx, runner.Options{
-		Spec: spec, Out: *out, Terminal: stdout,
-		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Spec: spec, Out: *out, Progress: progress.New(stdout),
+		OnRun: func(r runner.Repetition) { printRun(stdout, r) },
+		Log:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	})
+	if res != nil && res.Aggregate != nil {
+		printAggregate(stdout, res.Aggregate)
+	}
 	if res != nil && res.Dir != "" {
 		fmt.Fprintf(stdout, "results in %s\n", res.Dir)
 	}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/runner"
+	"github.com/polebench/polebench/workload"
+)
+
+// printRun prints a repetition's table: measured vs model per DC, before and after the
+// crash.
+func printRun(w io.Writer, r runner.Repetition) {
+	printTable(w, r.Dir, r.Summary, r.Summary.ModelNote, r.Verification)
+}
+
+// printTable prints measured vs model per DC, before and after the crash.
+func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *workload.Verification) {
+	fmt.Fprintf(w, "\nrun directory: %s\n", dir)
+	lead := fmt.Sprintf("initial leader p%d", s.InitialLeader)
+	if s.NewLeader != 0 {
+		lead += fmt.Sprintf(", new leader p%d", s.NewLeader)
+	}
+	if note != "" {
+		lead += " (" + note + ")"
+	}
+	fmt.Fprintln(w, lead)
+	if len(s.BehindAtCrash) > 0 {
+		var parts []string
+		for _, id := range slices.Sorted(maps.Keys(s.BehindAtCrash)) {
+			b := s.BehindAtCrash[id]
+			parts = append(parts, fmt.Sprintf("p%d %d (%.1f MB)", id, b.Transactions, float64(b.Bytes)/(1<<20)))
+		}
+		fmt.Fprintf(w, "behind at the crash (acknowledged writes): %s\n", strings.Join(parts, ", "))
+	}
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	if s.ElectionMS != nil {
+		fmt.Fprintf(w, "election %.0f ms (kill to LEADING)", *s.ElectionMS)
+	}
+	if s.RecoveryMS != nil {
+		fmt.Fprintf(w, ", recovery %.1f ms (LEADING to first commit)", *s.RecoveryMS)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-8s %-7s %8s %8s %8s %8s %8s %7s\n", "window", "DC", "mean", "model", "p50", "p99", "max", "n")
+	for _, win := range []string{"before", "after"} {
+		lat := s.LatencyMS[win]
+		var dcs []string
+		for dc := range lat {
+			if dc != analysis.All {
+				dcs = append(dcs, dc)
+			}
+		}
+		sort.Strings(dcs)
+		for _, dc := range append(dcs, analysis.All) {
+			st, ok := lat[dc]
+			if !ok {
+				continue
+			}
+			model := "-"
+			if st.ModelMS != nil {
+				model = fmt.Sprintf("%.1f", *st.ModelMS)
+			}
+			fmt.Fprintf(w, "%-8s %-7s %8.1f %8s %8.1f %8.1f %8.1f %7d\n", win, dc, st.Mean, model, st.P50, st.P99, st.Max, st.Count)
+		}
+	}
+	fmt.Fprintf(w, "requests: ok %d, failed %d, unknown %d; achieved %.0f of %.0f req/s; send lag p99 %.2f ms\n",
+		s.Requests.OK, s.Requests.Failed, s.Requests.Unknown, s.AchievedRate, s.OfferedRate, s.SendLagMS.P99)
+	if ver != nil {
+		fmt.Fprintf(w, "verification: %d keys read back from %d servers, %d acknowledged writes lost, linearizability %s\n",
+			ver.Keys, len(ver.Servers), ver.LostAcknowledgedWrites, ver.Linearizability)
+	}
+	fmt.Fprintf(w, "plot: %s\n", filepath.Join(dir, "latency.png"))
+}
+
+func printAggregate(w io.Writer, a *analysis.Repetitions) {
+	fmt.Fprintf(w, "\n%d repetitions (mean, Student-t 95%% interval):\n", a.N)
+	for _, win := range []string{"before", "after"} {
+		var dcs []string
+		for dc := range a.MeanLatencyMS[win] {
+			dcs = append(dcs, dc)
+		}
+		sort.Strings(dcs)
+		for _, dc := range dcs {
+			g := a.MeanLatencyMS[win][dc]
+			ci := ""
+			if g.CI95 != nil {
+				ci = fmt.Sprintf(" [%.1f, %.1f]", g.CI95.Low, g.CI95.High)
+			}
+			fmt.Fprintf(w, "  %-6s %-6s %7.1f ms%s\n", win, dc, g.Mean, ci)
+		}
+	}
+	var leaders []string
+	for id, n := range a.NewLeaders {
+		leaders = append(leaders, fmt.Sprintf("p%d×%d", id, n))
+	}
+	sort.Strings(leaders)
+	fmt.Fprintf(w, "  new leaders: %s; lost acknowledged writes: %d\n", strings.Join(leaders, " "), a.LostAcknowledgedWrites)
+}

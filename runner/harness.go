@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/workload"
+)
+
+// harnessLog is what the harness did; safe for concurrent use (the nemesis and the
+// restart watchers add to it).
+type harnessLog struct {
+	mu  sync.Mutex
+	log []analysis.Record
+}
+
+func (h *harnessLog) add(r analysis.Record) {
+	h.mu.Lock()
+	h.log = append(h.log, r)
+	h.mu.Unlock()
+}
+
+func (h *harnessLog) records() []analysis.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.log)
+}
+
+// nodeEvents keeps the latest copy of each node's timeline; a killed node's is
+// fetched before it dies, a restarted node's new life is added to its old one.
+type nodeEvents struct {
+	mu    sync.Mutex
+	nodes map[int][]event.Event
+}
+
+func (n *nodeEvents) fetch(ctx context.Context, s cluster.Server) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ev, err := cluster.NodeEvents(ctx, s)
+	if err != nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.nodes == nil {
+		n.nodes = map[int][]event.Event{}
+	}
+	for _, e := range n.nodes[s.ID] {
+		if len(ev) == 0 || e.TimeNS < ev[0].TimeNS {
+			ev = append(ev, e)
+		}
+	}
+	slices.SortStableFunc(ev, func(a, b event.Event) int { return int(a.TimeNS - b.TimeNS) })
+	n.nodes[s.ID] = slices.Compact(ev)
+}
+
+func (n *nodeEvents) collect(ctx context.Context, servers []cluster.Server, alive func(int) bool) {
+	for _, s := range servers {
+		if alive(s.ID) {
+			n.fetch(ctx, s)
+		}
+	}
+}
+
+func (n *nodeEvents) all() map[int][]event.Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[int][]event.Event{}
+	for id, ev := range n.nodes {
+		out[id] = slices.Clone(ev)
+	}
+	return out
+}
+
+// target is what the nemesis acts on: the cluster's kill and restart, and links cut
+// by the replicas themselves through their admin ports (whatever emulates the links).
+type target struct {
+	cluster.Cluster
+}
+
+// SetLinks cuts or restores every pair's links at both ends that are alive: one live
+// end suffices to stop both directions, and a server restarted meanwhile is still cut
+// by its peers.
+func (t target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error {
+	peers := map[int][]int{}
+	for _, p := range pairs {
+		peers[p[0]] = append(peers[p[0]], p[1])
+		peers[p[1]] = append(peers[p[1]], p[0])
+	}
+	var errs []error
+	for _, s := range t.Servers() {
+		if len(peers[s.ID]) == 0 || !t.Alive(s.ID) {
+			continue
+		}
+		errs = append(errs, cluster.SetCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
+	}
+	return errors.Join(errs...)
+}
+
+// measuredRTTs is what each live server's heartbeat monitor measured, beside the plan.
+func measuredRTTs(ctx context.Context, servers []cluster.Server, alive func(int) bool) map[string]any {
+	out := map[string]any{}
+	for _, s := range servers {
+		if !alive(s.ID) {
+			continue
+		}
+		st, err := cluster.NodeStatus(ctx, s)
+		if err != nil {
+			continue
+		}
+		peers := map[string]float64{}
+		for _, p := range st.Peers {
+			if p.Alive {
+				peers[fmt.Sprintf("p%d", p.ID)] = p.RTTms
+			}
+		}
+		out[fmt.Sprintf("p%d", s.ID)] = peers
+	}
+	return out
+}
+
+// status shows what the repetition is doing.
+func (r *trial) status(format string, a ...any) {
+	r.o.Progress.Update("[%s rep %d/%d] %s", r.o.Spec.Name, r.n, r.o.Spec.Repetitions, fmt.Sprintf(format, a...))
+}
+
+// progressLoop shows the load's phase, time, rate and outcomes once a second.
+func (r *trial) progressLoop(ctx context.Context, w *workload.Workload) {
+	if r.o.Progress == nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	sp := r.o.Spec
+	var lastDone int64
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			ok, failed, unknown := w.Progress()
+			done := ok + failed + unknown
+			rate := float64(done-lastDone) / now.Sub(last).Seconds()
+			lastDone, last = done, now
+			el := now.Sub(r.start)
+			phase := "before crash"
+			switch {
+			case el < sp.Workload.Warmup:
+				phase = "warm-up"
+			case sp.CrashAt > 0 && el >= sp.CrashAt:
+				phase = "after crash"
+			}
+			r.status("%-12s %5.1fs / %v  %6.0f req/s  ok %d  failed %d  unknown %d",
+				phase, el.Seconds(), sp.Duration, rate, ok, failed, unknown)
+		}
+	}
+}
+
+// observer ties the nemesis to the run: a victim's timeline is saved before it dies,
+// the workload stops using a killed server and uses a restarted one once it serves.
+func (r *trial) observer(cl cluster.Cluster, w *workload.Workload, servers []cluster.Server) nemesis.Observer {
+	byID := map[int]cluster.Server{}
+	for _, s := range servers {
+		byID[s.ID] = s
+	}
+	return nemesis.Observer{
+		Before: func(ctx context.Context, f nemesis.Fault) {
+			if f.Stops() {
+				r.nodes.fetch(ctx, byID[f.Server]) // its timeline is gone once it is
+			}
+		},
+		After: func(ctx context.Context, e nemesis.Executed) {
+			r.harness.add(analysis.FaultRecord(e))
+			r.log.Info(string(e.Kind), "server", e.Server, "err", e.Err)
+			switch {
+			case e.Stops():
+				w.ServerDown(e.Server)
+			case e.Kind == nemesis.Restart && e.Err == nil:
+				go func() {
+					if err := cluster.WaitServing(ctx, []cluster.Server{byID[e.Server]}, nil); err == nil {
+						r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.Serving, e.Server, nil))
+						w.ServerUp(e.Server)
+					}
+				}()
+			}
+		},
+	}
+}
+
+func workloadServers(servers []cluster.Server) []workload.Server {
+	var out []workload.Server
+	for _, s := range servers {
+		out = append(out, workload.Server{ID: s.ID, DC: s.DC, Addr: s.Client})
+	}
+	return out
+}
