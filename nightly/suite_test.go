@@ -51,7 +51,7 @@ func TestBadSuites(t *testing.T) {
 		{"bad name", "name: x\nexperiments:\n  - name: a/b\n    spec: two-dc\n", `bad.yaml:3: experiments[0].name: "a/b"`},
 		{"twice", "name: x\nexperiments:\n  - {name: a, spec: two-dc}\n  - {name: a, spec: two-dc}\n", `bad.yaml:4: experiments[1].name: "a" is also the name of the entry at bad.yaml:3`},
 		{"not name=value", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration]\n", `bad.yaml:5: experiments[0].set[0]: override "duration": want name=value`},
-		{"unknown override", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set:\n      - duration=30s\n      - rtt=23\n", `bad.yaml:7: experiments[0].set[1]: unknown override "rtt"`},
+		{"unknown override", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set:\n      - duration=30s\n      - bogus=23\n", `bad.yaml:7: experiments[0].set[1]: unknown override "bogus"`},
 		{"bad value", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set:\n      - duration=30\n", `bad.yaml:6: experiments[0].set[0]: override duration=30: duration: "30" is not a duration`},
 		// Each setting is fine alone, together the crash falls after the end.
 		{"across fields", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration=30s]\n", "bad.yaml:3: experiments[0].set: "},
