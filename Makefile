@@ -20,7 +20,7 @@ demo: build
 	$(BIN) run two-dc --repetitions 1
 
 ## nightly: the nightly benchmarks (nightly/suite.yaml: 3 short experiments x 5 runs on
-## the local backend, about 12 minutes): bench.json in NIGHTLY_DIR, compared with the
+## the local backend, 8.3 minutes on a 2-core box): bench.json in NIGHTLY_DIR, compared with the
 ## last NIGHTLY_K nights of NIGHTLY_HISTORY (compare.md for a CI summary), then added to
 ## the history and plotted (NIGHTLY_PLOTS). Fails on a regression or a lost
 ## acknowledged write, after the history and plots are written.
