@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    ?= ./...
 
-.PHONY: all build demo test vet fmt-check lint fmt ci clean vmtest image deps
+.PHONY: all build demo test vet fmt-check lint fmt ci clean vmtest image deps nightly
 
 all: build
 
@@ -18,6 +18,25 @@ build:
 ## local backend, one repetition; prints measured vs model and writes results/two-dc/latest
 demo: build
 	$(BIN) run two-dc --repetitions 1
+
+## nightly: the nightly benchmarks (nightly/suite.yaml: 3 short experiments x 5 runs on
+## the local backend, 8.3 minutes on a 2-core box): bench.json in NIGHTLY_DIR, compared with the
+## last NIGHTLY_K nights of NIGHTLY_HISTORY (compare.md for a CI summary), then added to
+## the history and plotted (NIGHTLY_PLOTS). Fails on a regression or a lost
+## acknowledged write, after the history and plots are written.
+NIGHTLY_HISTORY ?= results/nightly/history.jsonl
+NIGHTLY_PLOTS   ?= results/nightly/plots
+NIGHTLY_K       ?= 5
+ifndef NIGHTLY_DIR
+NIGHTLY_DIR := results/nightly/$(shell date -u +%Y%m%d-%H%M%S)
+endif
+nightly: build
+	@status=0; \
+	$(BIN) nightly --out $(NIGHTLY_DIR) || status=1; \
+	$(BIN) compare --history $(NIGHTLY_HISTORY) --last $(NIGHTLY_K) --markdown $(NIGHTLY_DIR)/compare.md $(NIGHTLY_DIR) || status=1; \
+	$(BIN) history add --file $(NIGHTLY_HISTORY) $(NIGHTLY_DIR) || status=1; \
+	$(BIN) history plot --file $(NIGHTLY_HISTORY) --out $(NIGHTLY_PLOTS) || status=1; \
+	exit $$status
 
 ## test: every package's tests; the timing tests (TestTiming*, and the end-to-end
 ## experiments of ./runner) last and alone, so the delays they compare with the plan

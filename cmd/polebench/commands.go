@@ -32,6 +32,9 @@ func commands() []command {
 		{"report", "DIR", "write report.md and report.html for campaign directories", runReport},
 		{"cluster", "up SPEC | down [LABEL]", "start a spec's cluster until interrupted; clean up leftovers", runCluster},
 		{"netem", "probe | apply SPEC | show | clear", "kernel netem: probe this kernel; apply, show, clear a netns cluster's links", runNetem},
+		{"nightly", "[--suite FILE] [--out DIR]", "run the nightly benchmark suite and write bench.json", runNightly},
+		{"compare", "OLD NEW | --history F NEW", "compare two nights' metrics (Mann-Whitney U); exit 1 on a regression", runCompare},
+		{"history", "add DIR | plot", "append a night to the history file; plot each metric over the nights", runHistory},
 		{"image", "build", "build the poled Docker image FROM scratch (no registry)", runImage},
 		{"version", "", "print the version", func(_ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintf(stdout, "polebench %s\n", version)

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/polebench/polebench/bench"
+)
+
+const compareSummary = "Compare two nights (bench.json files, or run, campaign or nightly directories), or a night with the last K nights of a history: a metric regresses when a two-sided Mann-Whitney U test rejects at --alpha and its median moved the worse way by at least the metric's minimum effect; any lost acknowledged write fails. Exit status 1 on a failure"
+
+func runCompare(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", "OLD NEW | --history FILE [--last K] NEW", compareSummary, stderr)
+	alpha := fs.Float64("alpha", bench.DefaultAlpha, "significance level of the test")
+	history := fs.String("history", "", "compare NEW with the last --last nights of this history file instead of OLD")
+	last := fs.Int("last", 5, "with --history: how many nights make the baseline (their samples pooled)")
+	format := fs.String("format", "text", "output on stdout: text or markdown")
+	markdown := fs.String("markdown", "", "also write the Markdown table to this file (a CI job summary)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagError(err)
+	}
+	if (*history == "" && len(pos) != 2) || (*history != "" && len(pos) != 1) || (*format != "text" && *format != "markdown") {
+		fs.Usage()
+		return errUsage
+	}
+	cur, err := bench.Load(pos[len(pos)-1])
+	if err != nil {
+		return err
+	}
+	var old *bench.File
+	var note string
+	if *history != "" {
+		nights, err := bench.ReadHistory(*history)
+		if err == nil {
+			old, err = bench.Baseline(nights, *last)
+		}
+		switch {
+		case errors.Is(err, os.ErrNotExist) || errors.Is(err, bench.ErrNoBaseline):
+			msg := fmt.Sprintf("no baseline yet: %s has no night; nothing to compare with\n", *history)
+			fmt.Fprint(stdout, msg)
+			if *markdown != "" {
+				return os.WriteFile(*markdown, []byte("### Nightly benchmarks: no baseline yet\n\n"+msg), 0o644)
+			}
+			return nil
+		case err != nil:
+			return err
+		}
+		note = fmt.Sprintf("old: the last %d of %d nights of %s, samples pooled", min(*last, len(nights)), len(nights), *history)
+	} else if old, err = bench.Load(pos[0]); err != nil {
+		return err
+	}
+	c, err := bench.Compare(old, cur, *alpha)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		c.Notes = append([]string{note}, c.Notes...)
+	}
+	write := c.WriteText
+	if *format == "markdown" {
+		write = c.WriteMarkdown
+	}
+	if err := write(stdout); err != nil {
+		return err
+	}
+	if *markdown != "" {
+		f, err := os.Create(*markdown)
+		if err != nil {
+			return err
+		}
+		err = c.WriteMarkdown(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if n := c.Failures(); n > 0 {
+		return fmt.Errorf("%d failing metric(s)", n)
+	}
+	return nil
+}

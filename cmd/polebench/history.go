@@ -1,0 +1,58 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/polebench/polebench/bench"
+)
+
+const historySummary = "Keep the nights: add appends a night (a nightly directory or bench.json, or run directories) to the history file (JSON lines); plot draws each metric over the nights with change points marked"
+
+var defaultHistory = filepath.Join("results", "nightly", "history.jsonl")
+
+func runHistory(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "add" && args[0] != "plot") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintf(stderr, "Usage: polebench history add [--file FILE] DIR|bench.json | polebench history plot [--file FILE] [--out DIR]\n\n%s.\n", historySummary)
+			return flag.ErrHelp
+		}
+		fmt.Fprintf(stderr, "Usage: polebench history add [--file FILE] DIR|bench.json | polebench history plot [--file FILE] [--out DIR]\n")
+		return errUsage
+	}
+	sub := args[0]
+	fs := newFlags("history "+sub, "[--file FILE] ...", historySummary, stderr)
+	file := fs.String("file", defaultHistory, "the history file")
+	out := fs.String("out", filepath.Join("results", "nightly", "plots"), "plot: directory for the PNGs")
+	pos, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return flagError(err)
+	}
+	switch {
+	case sub == "add" && len(pos) == 1:
+		f, err := bench.Load(pos[0])
+		if err != nil {
+			return err
+		}
+		if err := bench.AppendHistory(*file, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: added %s (%d metrics)\n", *file, pos[0], len(f.Metrics))
+		return nil
+	case sub == "plot" && len(pos) == 0:
+		nights, err := bench.ReadHistory(*file)
+		if err != nil {
+			return err
+		}
+		files, err := bench.PlotHistory(nights, *out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d plots of %d nights in %s\n", len(files), len(nights), *out)
+		return nil
+	}
+	fs.Usage()
+	return errUsage
+}
