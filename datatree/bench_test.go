@@ -113,7 +113,7 @@ func BenchmarkSnapshotPause(b *testing.B) {
 		t0 := time.Now()
 		v := tr.View()
 		viewTook := time.Since(t0)
-		if err := v.WriteTo(io.Discard); err != nil {
+		if err := v.Write(io.Discard); err != nil {
 			b.Fatal(err)
 		}
 		v.Close()

@@ -57,7 +57,7 @@ func (s *sumWriter) flushBuf() {
 func (t *Tree) WriteSnapshot(w io.Writer) error {
 	v := t.View()
 	defer v.Close()
-	return v.WriteTo(w)
+	return v.Write(w)
 }
 
 // View is the tree as it was when View was called, which Apply may go on changing:
@@ -112,11 +112,11 @@ func (v *View) node(path string) *node {
 	return v.t.nodes[path]
 }
 
-// viewBatch is how many znodes WriteTo reads per hold of the tree's read lock.
+// viewBatch is how many znodes Write reads per hold of the tree's read lock.
 const viewBatch = 512
 
-// WriteTo writes the view in the snapshot format.
-func (v *View) WriteTo(w io.Writer) error {
+// Write writes the view in the snapshot format.
+func (v *View) Write(w io.Writer) error {
 	s := &sumWriter{w: bufio.NewWriterSize(w, 1<<20), buf: make([]byte, 0, 256)}
 	s.buf = append(s.buf, snapMagic...)
 	s.buf = append(s.buf, snapVersion)

@@ -212,7 +212,7 @@ func TestViewIsConsistentWhileApplying(t *testing.T) {
 		tr.Apply(base+zab.Zxid(i+1), txn)
 	}
 	var b bytes.Buffer
-	if err := v.WriteTo(&b); err != nil {
+	if err := v.Write(&b); err != nil {
 		t.Fatal(err)
 	}
 	v.Close()

@@ -667,7 +667,7 @@ func (n *Node) streamSnapshot(m zab.Message, v *datatree.View) {
 	go func() {
 		pr, pw := io.Pipe()
 		go func() {
-			pw.CloseWithError(v.WriteTo(pw))
+			pw.CloseWithError(v.Write(pw))
 			v.Close()
 		}()
 		chunks := 0

@@ -112,7 +112,7 @@ func (s *Store) Snapshot(t *datatree.Tree) (SnapshotMeta, error) {
 	if err != nil {
 		return SnapshotMeta{}, err
 	}
-	if err := v.WriteTo(sink); err != nil {
+	if err := v.Write(sink); err != nil {
 		sink.Cancel()
 		return SnapshotMeta{}, err
 	}
