@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    ?= ./...
 
-.PHONY: all build demo test vet fmt-check lint fmt ci clean vmtest image deps nightly
+.PHONY: all build demo test vet fmt-check lint fmt ci clean vmtest image deps nightly reproduce
 
 all: build
 
@@ -18,6 +18,13 @@ build:
 ## local backend, one repetition; prints measured vs model and writes results/two-dc/latest
 demo: build
 	$(BIN) run two-dc --repetitions 1
+
+## reproduce: the paper's evaluation as campaigns (polebench reproduce --quick: 30 s runs,
+## fewer points, one repetition) into results/reproduce-quick, with report.html;
+## REPRODUCE_FLAGS= (empty) runs the paper's full protocol instead. Resumes when rerun.
+REPRODUCE_FLAGS ?= --quick
+reproduce: build
+	$(BIN) reproduce $(REPRODUCE_FLAGS)
 
 ## nightly: the nightly benchmarks (nightly/suite.yaml: 3 short experiments x 5 runs on
 ## the local backend, 8.3 minutes on a 2-core box): bench.json in NIGHTLY_DIR, compared with the

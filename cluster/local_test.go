@@ -210,7 +210,7 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 	}
 }
 
-// TestResyncDoesNotStallOthers: a follower that missed more than the DIFF window of a
+// TestTimingResyncDoesNotStallOthers (a timing test: it runs alone): a follower that missed more than the DIFF window of a
 // 50 MB state is brought back with a whole snapshot while a client keeps writing
 // through the leader on an open-loop schedule. The leader streams the snapshot beside
 // its commit pipeline; when it streamed it on its loop, that client's p99 during the
@@ -218,7 +218,7 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 // now: what is left is three replicas, the client and two 50 MB snapshot files (the
 // follower's receiving and installing) sharing two cores and one disk in one process.
 // The bound, 100 ms over steady state, sits between the two.
-func TestResyncDoesNotStallOthers(t *testing.T) {
+func TestTimingResyncDoesNotStallOthers(t *testing.T) {
 	topo, err := topology.New(topology.Config{
 		DCs:      []topology.DC{{Name: "A", Servers: []int{1, 2, 3}}},
 		IntraRTT: topology.DefaultIntraRTT,
