@@ -28,9 +28,9 @@ const (
 
 // What the harness did.
 const (
-	Kill      Kind = "KILL"    // a server was killed (Crash says it was the initial leader's crash)
-	Restart   Kind = "RESTART" // a killed server was started again from its data directory
-	Serving   Kind = "SERVING" // a restarted server answers clients again
+	Kill      Kind = "KILL"      // a server was killed (Crash says it was the initial leader's crash)
+	Restart   Kind = "RESTART"   // a killed server was started again from its data directory
+	Serving   Kind = "SERVING"   // a restarted server answers clients again
 	Partition Kind = "PARTITION" // links were cut (the fault field says which kind: partition, isolate, outdate)
 	Heal      Kind = "HEAL"      // cut links were restored (heal, or rejoin of an outdated server)
 	LoadStart Kind = "LOAD_START"

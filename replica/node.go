@@ -65,7 +65,7 @@ type Node struct {
 	// a stream is queued.
 	held     map[int][]func()
 	snapDone chan snapDone
-	status  atomic.Pointer[nodeStatus]
+	status   atomic.Pointer[nodeStatus]
 
 	timeline *event.Timeline
 

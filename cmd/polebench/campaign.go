@@ -210,4 +210,3 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "report: %s (%s)\n", filepath.Join(o.Out, "report.html"), time.Since(t0).Round(time.Second))
 	return err
 }
-
