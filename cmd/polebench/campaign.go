@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,28 +45,24 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Sscan(v, reps)
 		return err
 	})
-	pos, err := parseInterleaved(fs, args)
+	arg, err := oneArg(fs, args)
 	if err != nil {
-		return flagError(err)
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return errUsage
+		return err
 	}
 	var c *campaign.Campaign
-	if strings.HasSuffix(pos[0], ".yaml") && isCampaignFile(pos[0]) {
-		if c, err = campaign.Load(pos[0]); err != nil {
+	if strings.HasSuffix(arg, ".yaml") && isCampaignFile(arg) {
+		if c, err = campaign.Load(arg); err != nil {
 			return err
 		}
 	} else {
-		c = &campaign.Campaign{Name: strings.TrimSuffix(filepath.Base(pos[0]), ".yaml"), Spec: pos[0], Repetitions: 1}
+		c = &campaign.Campaign{Name: strings.TrimSuffix(filepath.Base(arg), ".yaml"), Spec: arg, Repetitions: 1}
 	}
 	c.Settings = append(c.Settings, settings...)
 	c.Vary = append(c.Vary, vary...)
 	if *reps > 0 {
 		c.Repetitions = *reps
 	}
-	if len(c.Vary) > 0 && c.Name == strings.TrimSuffix(filepath.Base(pos[0]), ".yaml") && !isCampaignFile(pos[0]) {
+	if len(c.Vary) > 0 && c.Name == strings.TrimSuffix(filepath.Base(arg), ".yaml") && !isCampaignFile(arg) {
 		var names []string
 		for _, a := range c.Vary {
 			names = append(names, a.Field)
@@ -92,6 +89,19 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	return errors.Join(rerr, perr)
 }
 
+// oneArg parses flags anywhere and exactly one positional argument.
+func oneArg(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return "", flagError(err)
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", errUsage
+	}
+	return pos[0], nil
+}
+
 // isCampaignFile tells a campaign file (it has vary: or a spec: line) from a spec file.
 func isCampaignFile(path string) bool {
 	b, err := os.ReadFile(path)
@@ -108,36 +118,28 @@ func isCampaignFile(path string) bool {
 
 func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plot", "CAMPAIGN_DIR", "Redraw a campaign's figures (PNG and SVG) from its results.csv", stderr)
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return flagError(err)
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	c, err := campaign.LoadDir(pos[0])
+	dir, err := oneArg(fs, args)
 	if err != nil {
 		return err
 	}
-	figs, err := campaign.Draw(pos[0], c)
+	c, err := campaign.LoadDir(dir)
+	if err != nil {
+		return err
+	}
+	figs, err := campaign.Draw(dir, c)
 	for _, f := range figs {
-		fmt.Fprintf(stdout, "%s\n%s\n", filepath.Join(pos[0], f.PNG), filepath.Join(pos[0], f.SVG))
+		fmt.Fprintf(stdout, "%s\n%s\n", filepath.Join(dir, f.PNG), filepath.Join(dir, f.SVG))
 	}
 	return err
 }
 
 func runReport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("report", "DIR", "Write report.md and report.html for a campaign directory, or for a directory of campaigns (what reproduce writes)", stderr)
-	pos, err := parseInterleaved(fs, args)
+	dir, err := oneArg(fs, args)
 	if err != nil {
-		return flagError(err)
+		return err
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	dirs, err := campaignDirs(pos[0])
+	dirs, err := campaignDirs(dir)
 	if err != nil {
 		return err
 	}
@@ -145,13 +147,13 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := r.WriteMarkdown(pos[0]); err != nil {
+	if err := r.WriteMarkdown(dir); err != nil {
 		return err
 	}
-	if err := r.WriteHTML(pos[0]); err != nil {
+	if err := r.WriteHTML(dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s\n%s\n", filepath.Join(pos[0], "report.md"), filepath.Join(pos[0], "report.html"))
+	fmt.Fprintf(stdout, "%s\n%s\n", filepath.Join(dir, "report.md"), filepath.Join(dir, "report.html"))
 	return nil
 }
 
