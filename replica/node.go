@@ -63,7 +63,7 @@ type Node struct {
 	touches chan int64
 	// held: what waits, per peer, for a snapshot being streamed to it; snapDone says
 	// a stream is queued.
-	held     map[int][]func()
+	held     map[int][]heldSend
 	snapDone chan snapDone
 	status   atomic.Pointer[nodeStatus]
 
@@ -106,7 +106,7 @@ func Start(ctx context.Context, cfg Config, lns Listeners, log *slog.Logger) (*N
 	n := &Node{
 		cfg: cfg, log: log, start: time.Now(),
 		submits: make(chan submit, 4096), touches: make(chan int64, 4096),
-		held: map[int][]func(){}, snapDone: make(chan snapDone),
+		held: map[int][]heldSend{}, snapDone: make(chan snapDone),
 		pending: map[uint64]chan zkserver.Outcome{}, touched: map[int64]bool{},
 		timeline: event.NewTimeline(cfg.ID),
 	}
@@ -632,7 +632,7 @@ func (n *Node) failPending(err error) {
 // sendZab sends a message of the loop's, after any snapshot streaming to that peer.
 func (n *Node) sendZab(m zab.Message) {
 	if q, busy := n.held[m.To]; busy {
-		n.held[m.To] = append(q, func() { n.sendZabNow(m) })
+		n.held[m.To] = append(q, heldSend{send: func() { n.sendZabNow(m) }})
 		return
 	}
 	n.sendZabNow(m)
@@ -655,10 +655,16 @@ func (n *Node) sendZabNow(m zab.Message) {
 func (n *Node) sendSnapshot(m zab.Message) {
 	v := n.tree.View()
 	if q, busy := n.held[m.To]; busy {
-		n.held[m.To] = append(q, func() { n.streamSnapshot(m, v) })
+		n.held[m.To] = append(q, heldSend{send: func() { n.streamSnapshot(m, v) }, drop: v.Close})
 		return
 	}
 	n.streamSnapshot(m, v)
+}
+
+// heldSend is a send waiting behind a snapshot; drop releases what it holds when the
+// stream broke and it will not be sent.
+type heldSend struct {
+	send, drop func()
 }
 
 func (n *Node) streamSnapshot(m zab.Message, v *datatree.View) {
@@ -700,11 +706,16 @@ func (n *Node) onSnapDone(d snapDone) {
 	delete(n.held, d.peer)
 	if d.err != nil {
 		n.log.Error("snapshot for peer failed", "peer", d.peer, "err", d.err)
+		for _, h := range q {
+			if h.drop != nil {
+				h.drop()
+			}
+		}
 		n.bcast.Disconnected(d.peer)
 		return
 	}
-	for i, f := range q {
-		f()
+	for i, h := range q {
+		h.send()
 		if _, busy := n.held[d.peer]; busy { // another snapshot started: the rest waits for it
 			n.held[d.peer] = append(n.held[d.peer], q[i+1:]...)
 			return
