@@ -16,10 +16,12 @@ var paperNumbers = []paperNumber{
 	{"fig4b", "latency_ms.before.all.mean", map[string]string{"oracle": "history"}, 10, "Fig. 4b: two DCs before the crash, mean"},
 	{"fig4b", "latency_ms.after.all.mean", map[string]string{"oracle": "history"}, 30, "Fig. 4b: after the crash, history (p4)"},
 	{"fig4b", "latency_ms.after.all.mean", map[string]string{"oracle": "rotating"}, 30, "Fig. 4b: after the crash, rotating (p1)"},
-	{"fig6", "latency_ms.after.D1.mean", map[string]string{"oracle": "consensus"}, 12, "Fig. 6: Dep. 1, p4 leads, D1"},
-	{"fig6", "latency_ms.after.D2.mean", map[string]string{"oracle": "consensus"}, 22, "Fig. 6: Dep. 1, p4 leads, D2"},
-	{"fig6", "latency_ms.after.D3.mean", map[string]string{"oracle": "consensus"}, 92, "Fig. 6: Dep. 1, p4 leads, D3"},
-	{"fig6", "latency_ms.after.all.mean", map[string]string{"oracle": "consensus"}, 42, "Fig. 6: Dep. 1, consensus (p4) mean"},
+	// The paper's p4 came from consensus, which ties p2, p3 and p4 (theta_c 9.88 ms
+	// each) and so is decided by measured jitter; history elects p4 every time.
+	{"fig6", "latency_ms.after.D1.mean", map[string]string{"oracle": "history"}, 12, "Fig. 6: Dep. 1, p4 leads, D1"},
+	{"fig6", "latency_ms.after.D2.mean", map[string]string{"oracle": "history"}, 22, "Fig. 6: Dep. 1, p4 leads, D2"},
+	{"fig6", "latency_ms.after.D3.mean", map[string]string{"oracle": "history"}, 92, "Fig. 6: Dep. 1, p4 leads, D3"},
+	{"fig6", "latency_ms.after.all.mean", map[string]string{"oracle": "history"}, 42, "Fig. 6: Dep. 1, p4 (consensus in the paper) mean"},
 	{"fig6", "latency_ms.after.all.mean", map[string]string{"oracle": "worst-case"}, 33, "Fig. 6: Dep. 1, worst-case (p3) mean"},
 	{"fig7b-dep1", "latency_ms.after.all.mean", map[string]string{"oracle": "rotating", "p": "0"}, 125.8, "Fig. 7b: Dep. 1, p = 0, rotating"},
 	{"fig7b-dep1", "latency_ms.after.all.mean", map[string]string{"oracle": "latency", "p": "0"}, 16.5, "Fig. 7b: Dep. 1, p = 0, latency"},
