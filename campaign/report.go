@@ -34,6 +34,7 @@ type PaperRow struct {
 	Measured               *analysis.Agg
 	SameWinner             *bool
 	Winner, ModelWinner    int
+	Tied                   []int // servers the model scores equal with its winner
 }
 
 // Diff is measured minus model.
@@ -140,17 +141,21 @@ func (c *Campaign) paperRows(rows []Row) ([]PaperRow, error) {
 			}
 			if sp, err := c.SpecFor(p, 1); err == nil && len(leaders) > 0 && strings.Contains(n.Metric, ".after.") {
 				if pred, err := sp.Model(); err == nil {
+					var tied []int // the model's winner and any server it ties with
 					for _, e := range pred.Elections {
 						if e.Oracle == sp.Oracle.Name {
-							row.ModelWinner = e.Leader
+							row.ModelWinner, tied = e.Leader, append([]int{e.Leader}, e.Tied...)
 						}
 					}
 					row.Winner = int(leaders[0])
 					same := row.ModelWinner != 0
 					for _, l := range leaders {
-						same = same && int(l) == row.ModelWinner
+						same = same && slices.Contains(tied, int(l))
 					}
 					row.SameWinner = &same
+					if len(tied) > 1 {
+						row.Tied = tied
+					}
 				}
 			}
 			break
@@ -277,6 +282,9 @@ func fmtWinner(r PaperRow) string {
 		return "-"
 	}
 	if *r.SameWinner {
+		if r.Winner != r.ModelWinner {
+			return fmt.Sprintf("yes (p%d, which the model ties with p%d)", r.Winner, r.ModelWinner)
+		}
 		return fmt.Sprintf("yes (p%d)", r.Winner)
 	}
 	return fmt.Sprintf("no: p%d, model p%d", r.Winner, r.ModelWinner)
