@@ -128,6 +128,7 @@ func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	any := false
+	top := 0.0 // the highest point drawn, interval bars included
 	modelMetric := ""
 	if strings.HasSuffix(metric, ".mean") {
 		modelMetric = strings.TrimSuffix(metric, ".mean") + ".model_ms"
@@ -172,8 +173,10 @@ func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.
 			}
 			// A little offset per series keeps overlapping interval bars apart.
 			pts[i] = plotter.XY{X: x + offset(si, len(seriesValues), xs), Y: a.Mean}
+			top = max(top, a.Max)
 			if a.CI95 != nil {
 				errs[i].Low, errs[i].High = a.CI95.HalfWidth, a.CI95.HalfWidth
+				top = max(top, a.CI95.High)
 			}
 		}
 		col := plotutil.Color(si)
@@ -208,6 +211,7 @@ func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.
 				if vs := models[x]; len(vs) > 0 {
 					a, _ := analysis.Aggregate(vs)
 					mp = append(mp, plotter.XY{X: x, Y: a.Mean})
+					top = max(top, a.Mean)
 				}
 			}
 			ml, err := plotter.NewLine(mp)
@@ -223,6 +227,7 @@ func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.
 		for xv, x := range pos {
 			if v, _, ok := PaperValue(c.Name, metric, map[string]string{sField: sv, xField: xv}); ok {
 				paper = append(paper, plotter.XY{X: x, Y: v})
+				top = max(top, v)
 			}
 		}
 		if len(paper) > 0 {
@@ -241,6 +246,13 @@ func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.
 		return nil, nil
 	}
 	p.Y.Min = 0
+	// Room above the data for the legend, a line per entry.
+	entries := 0
+	for range seriesValues {
+		entries += 3
+	}
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.Y.Max = top * (1 + 0.045*float64(entries))
 	return p, nil
 }
 
@@ -252,3 +264,4 @@ func offset(i, n int, xs []float64) float64 {
 	span := xs[len(xs)-1] - xs[0]
 	return (float64(i) - float64(n-1)/2) * 0.015 * span
 }
+
