@@ -246,13 +246,9 @@ func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.
 		return nil, nil
 	}
 	p.Y.Min = 0
-	// Room above the data for the legend, a line per entry.
-	entries := 0
-	for range seriesValues {
-		entries += 3
-	}
+	// Room above the data for the legend: up to three lines per series.
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	p.Y.Max = top * (1 + 0.045*float64(entries))
+	p.Y.Max = top * (1 + 0.045*3*float64(len(seriesValues)))
 	return p, nil
 }
 
