@@ -321,6 +321,12 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return err
 	}
+	// Finished runs are only reused by the same spec with the same fixed settings:
+	// points are named by their varied values alone.
+	if old, err := LoadDir(o.Dir); err == nil && (old.Spec != c.Spec || !slices.Equal(old.Settings, c.Settings)) {
+		return fmt.Errorf("%s holds campaign %s of spec %s with settings %v; this one is spec %s with %v: use another directory",
+			o.Dir, old.Name, old.Spec, old.Settings, c.Spec, c.Settings)
+	}
 	if err := c.writeResolved(filepath.Join(o.Dir, "campaign.yaml")); err != nil {
 		return err
 	}

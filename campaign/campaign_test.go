@@ -158,6 +158,12 @@ func TestRunResumeAndFigures(t *testing.T) {
 		t.Errorf("progress when piped:\n%s", progress.String())
 	}
 
+	changed := *c
+	changed.Settings = append(slices.Clone(c.Settings), "preload-mb=5")
+	if err := Run(t.Context(), &changed, Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "use another directory") {
+		t.Errorf("a campaign with other settings reused the runs: %v", err)
+	}
+
 	f, err := os.Open(filepath.Join(dir, "results.csv"))
 	if err != nil {
 		t.Fatal(err)
