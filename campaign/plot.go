@@ -260,4 +260,3 @@ func offset(i, n int, xs []float64) float64 {
 	span := xs[len(xs)-1] - xs[0]
 	return (float64(i) - float64(n-1)/2) * 0.015 * span
 }
-
