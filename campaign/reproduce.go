@@ -27,7 +27,7 @@ func Shipped(name string) (*Campaign, error) {
 	return Parse("campaign/shipped/"+name+".yaml", b)
 }
 
-// Resolve loads a campaign given as a file or as a shipped name.
+// Resolve loads a campaign given as a file or as a shipped name (fig8a).
 func Resolve(arg string) (*Campaign, error) {
 	if strings.HasSuffix(arg, ".yaml") || strings.Contains(arg, "/") {
 		return Load(arg)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,10 +16,10 @@ import (
 	"github.com/polebench/polebench/spec"
 )
 
-const sweepSummary = "Run a spec over a grid of overrides (--vary FIELD=V1,V2,... repeatable, or a campaign file): one run directory per point and repetition, results.csv, aggregate.json and figures; running the same command again resumes"
+const sweepSummary = "Run a spec over a grid of overrides (--vary FIELD=V1,V2,... repeatable, or a campaign file, or a shipped campaign such as fig8a): one run directory per point and repetition, results.csv, aggregate.json and figures; running the same command again resumes"
 
 func runSweep(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "SPEC|CAMPAIGN.yaml [--vary FIELD=V1,V2,...]... [--repetitions N] [--out DIR] [overrides]", sweepSummary, stderr)
+	fs := newFlags("sweep", "SPEC|CAMPAIGN.yaml|FIG [--vary FIELD=V1,V2,...]... [--repetitions N] [--out DIR] [overrides]", sweepSummary, stderr)
 	out := fs.String("out", "", "campaign directory (default results/campaigns/<name>)")
 	reps := fs.Int("reps", 0, "repetitions per point (default: the campaign's, or 1)")
 	var vary []campaign.Axis
@@ -50,8 +51,8 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var c *campaign.Campaign
-	if strings.HasSuffix(arg, ".yaml") && isCampaignFile(arg) {
-		if c, err = campaign.Load(arg); err != nil {
+	if (strings.HasSuffix(arg, ".yaml") && isCampaignFile(arg)) || slices.Contains(campaign.Figures, arg) {
+		if c, err = campaign.Resolve(arg); err != nil {
 			return err
 		}
 	} else {
@@ -62,7 +63,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	if *reps > 0 {
 		c.Repetitions = *reps
 	}
-	if len(c.Vary) > 0 && c.Name == strings.TrimSuffix(filepath.Base(arg), ".yaml") && !isCampaignFile(arg) {
+	if len(c.Vary) > 0 && c.Spec == arg {
 		var names []string
 		for _, a := range c.Vary {
 			names = append(names, a.Field)
