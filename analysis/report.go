@@ -12,7 +12,19 @@ type Files struct {
 	Summary    string   // summary.json
 	Series     string   // timeseries.csv
 	Plot       string   // latency.png
+	Anatomy    string   // anatomy.png, when the run has an anatomy beside a model
 	Histograms []string // hdr-<window>-<dc>.hlog
+}
+
+func hasModelledAnatomy(a map[string]map[string]AnatomyStats) bool {
+	for _, byDC := range a {
+		for dc, st := range byDC {
+			if dc != All && st.ModelMS != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Report analyses one run into dir: summary.json, timeseries.csv (bucket wide buckets;
@@ -68,6 +80,12 @@ func Report(dir string, in Input, bucket time.Duration, plot PlotOptions) (*Summ
 	}
 	if err := PlotTimeSeries(series, plot, f.Plot); err != nil {
 		return nil, nil, err
+	}
+	if hasModelledAnatomy(s.Anatomy) {
+		f.Anatomy = filepath.Join(dir, "anatomy.png")
+		if err := PlotAnatomy(s.Anatomy, plot.Title+": where the latency goes", f.Anatomy); err != nil {
+			return nil, nil, err
+		}
 	}
 	return s, f, nil
 }

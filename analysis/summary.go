@@ -30,6 +30,11 @@ type Input struct {
 	ModelNote              string
 	LostAcknowledgedWrites int
 	OfferedRate            float64 // req/s configured
+	// Paths, if any, are the acknowledged writes' ways through the servers (Join):
+	// the anatomy of their latency, split against PathModel (optional).
+	Paths     []Path
+	PathModel PathModel
+	Join      *JoinStats
 }
 
 // Span is a window in seconds from the run's start.
@@ -77,6 +82,11 @@ type Summary struct {
 	OfferedRate            float64                            `json:"offered_rate"`
 	ScheduledRate          float64                            `json:"scheduled_rate"`
 	AchievedRate           float64                            `json:"achieved_rate"`
+	// Anatomy holds, per window and DC, the mean of each phase of a write and where
+	// the time above the model went (from the servers' traces).
+	Anatomy map[string]map[string]AnatomyStats `json:"anatomy,omitempty"`
+	// AnatomyJoin says how many acknowledged writes the traces covered.
+	AnatomyJoin *JoinStats `json:"anatomy_join,omitempty"`
 }
 
 // Behind is how far a server was behind the most up-to-date one at the election.
@@ -168,7 +178,7 @@ func Summarize(in Input) (*Summary, error) {
 	// The send lag says whether the pacer kept its schedule, so it counts the steady
 	// windows only: during a failover requests wait for a server to take them, which
 	// is latency (measured from the intended time), not a pacer falling behind.
-	var steady []workload.Record
+	steady := make([]workload.Record, 0, len(in.Records))
 	for _, r := range in.Records {
 		for _, w := range windows {
 			if w.contains(r.Intended) {
@@ -176,6 +186,16 @@ func Summarize(in Input) (*Summary, error) {
 				break
 			}
 		}
+	}
+	if in.Paths != nil {
+		acked := map[string]map[string]int{}
+		for w, byDC := range s.LatencyMS {
+			acked[w] = map[string]int{}
+			for dc, st := range byDC {
+				acked[w][dc] = st.Count
+			}
+		}
+		s.Anatomy, s.AnatomyJoin = Anatomize(in.Paths, windows, in.PathModel, acked), in.Join
 	}
 	lag := workload.ComputeStats(steady, 0, 0).SendLag
 	s.SendLagMS = LagMS{P50: ms(lag.P50), P99: ms(lag.P99), Max: ms(lag.Max)}

@@ -122,7 +122,7 @@ func ReadEvents(path string) ([]Record, error) {
 // nemesis marked as the crash; the new leader is the server whose FIRST_COMMIT comes
 // first after it, and its LEADING the last one between the crash and that commit; the
 // election zxids are what each server last proposed (ELECTION) between the crash and
-// that LEADING. base carries the fields the timeline does not give (warm-up end, end,
+// that LEADING, or before the crash if it was still looking then. base carries the fields the timeline does not give (warm-up end, end,
 // initial leader).
 func FindEvents(tl []Record, base Events) Events {
 	ev := base
@@ -158,6 +158,26 @@ func FindEvents(tl []Record, base Events) Events {
 		}
 	}
 	ev.Elected = ev.Leading
+	// A server still LOOKING at the crash (one restarted shortly before it, say) is in
+	// that election with the proposal it last made, though it made it before the crash.
+	looking := map[int]uint64{}
+	for _, r := range tl {
+		if r.Source != SourceNode || r.AtMS > crash {
+			continue
+		}
+		switch r.Kind {
+		case event.Election:
+			looking[r.Server] = r.Zxid
+		case event.Following, event.Leading:
+			delete(looking, r.Server)
+		}
+	}
+	for id, z := range looking {
+		if ev.ElectionZxids == nil {
+			ev.ElectionZxids = map[int]uint64{}
+		}
+		ev.ElectionZxids[id] = z
+	}
 	for _, r := range tl {
 		if r.Source == SourceNode && r.Kind == event.Election && r.AtMS > crash && r.AtMS <= leading {
 			if ev.ElectionZxids == nil {

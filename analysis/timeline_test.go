@@ -50,6 +50,16 @@ func TestFindEvents(t *testing.T) {
 		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
 			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450),
 			ElectionZxids: map[int]uint64{1: 0x100000010, 2: 0x10000000f, 3: 0x100000010, 4: 0x100000010}}},
+		{"a server looking since before the crash is in its election", []Record{
+			node(0, 5, event.Leading, 0x100000000), node(0, 4, event.Following, 0),
+			node(14000, 4, event.Election, 0x100000005), node(14001, 4, event.Following, 0), // found p5 again
+			node(14467, 1, event.Election, 0x100000002), node(14468, 1, event.Looking, 0), // restarted, cut
+			fault(15000, nemesis.Crash, 5, nil),
+			node(15010, 4, event.Election, 0x100000010),
+			node(15200, 4, event.Leading, 0x100000010), node(15450, 4, event.FirstCommit, 0x200000001),
+		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
+			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450),
+			ElectionZxids: map[int]uint64{1: 0x100000002, 4: 0x100000010}}},
 		{"the leader that commits first is the new one, its last LEADING counts", []Record{
 			fault(15000, nemesis.Crash, 5, nil),
 			node(15200, 3, event.Leading, 7), node(15300, 3, event.Looking, 0),

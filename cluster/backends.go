@@ -13,6 +13,19 @@ func Backends() []string { return backend.Names() }
 
 // New starts a cluster on the named backend ("" is local, the embedded default).
 func New(ctx context.Context, name string, opts Options) (Cluster, error) {
+	if opts.Flavor == ZooKeeper {
+		if opts.WarmUp == 0 {
+			opts.WarmUp = ZooKeeperWarmUp
+		}
+		switch name {
+		case "", backend.Local:
+			return NewZooKeeperLocal(ctx, opts)
+		case backend.Netns:
+			return NewZooKeeperNetns(ctx, opts)
+		case backend.Docker:
+			return nil, errors.New("flavor zookeeper runs on the local and netns backends; docker has no ZooKeeper image (see the README: a JRE image would need the packaged JRE's files and libraries copied into a scratch image)")
+		}
+	}
 	switch name {
 	case "", backend.Local:
 		return NewLocal(ctx, opts)
@@ -20,14 +33,19 @@ func New(ctx context.Context, name string, opts Options) (Cluster, error) {
 		return NewNetns(ctx, opts)
 	case backend.Docker:
 		return NewDocker(ctx, opts)
+	case backend.Swarm:
+		return NewSwarm(ctx, opts)
+	case backend.Sim:
+		return nil, fmt.Errorf("backend %q simulates a run (polebench run --backend sim); it has no cluster to bring up", name)
 	}
 	return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Backends())
 }
 
 // Down removes what crashed harnesses left behind: network namespaces, links and
-// processes of the netns backend, and containers, networks and volumes of the docker
-// backend (the local backend lives and dies with the process); label "" means every
-// polebench run's.
+// processes of the netns backend, ZooKeeper JVMs of the local backend, containers,
+// networks and volumes of the docker backend, and services, configs, overlay networks
+// and the nodes' containers and volumes of the swarm backend (the local backend lives
+// and dies with the process); label "" means every polebench run's.
 func Down(ctx context.Context, label string) ([]string, error) {
 	var removed []string
 	var errs []error
@@ -36,10 +54,20 @@ func Down(ctx context.Context, label string) ([]string, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("netns: %w", err))
 	}
+	z, err := zkDown(label)
+	removed = append(removed, z...)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("zookeeper: %w", err))
+	}
 	d, err := DockerDown(ctx, label)
 	removed = append(removed, d...)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("docker: %w", err))
+	}
+	w, err := SwarmDown(ctx, label)
+	removed = append(removed, w...)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("swarm: %w", err))
 	}
 	return removed, errors.Join(errs...)
 }

@@ -1,13 +1,17 @@
 // Package cluster starts, stops, kills and inspects replica clusters on a backend:
 // local (nodes in this process on loopback), netns (processes in network namespaces),
-// docker (containers). Every backend gives the harness the same view: client and admin
-// addresses per server, kill and restart, and cleanup of everything it made.
+// docker (containers), swarm (Docker Swarm services, across machines). Every backend
+// gives the harness the same view: client and admin addresses per server, kill and
+// restart, and cleanup of everything it made.
 package cluster
 
 import (
 	"context"
 	"log/slog"
+	"time"
 
+	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -19,6 +23,12 @@ type Server struct {
 	DC     string `json:"dc"`
 	Client string `json:"client"` // host:port for ZooKeeper clients
 	Admin  string `json:"admin"`  // host:port of the admin HTTP endpoint (GET /events, /status)
+	// Where a backend that spreads servers over machines put it, how the server
+	// emulates its links when it does so itself, and the RTT from the harness to its
+	// client port (a hop the model does not have: it puts clients beside their servers).
+	Node        string  `json:"node,omitempty"`
+	Links       string  `json:"links,omitempty"`
+	ClientRTTms float64 `json:"client_rtt_ms,omitempty"`
 }
 
 // Cluster is a running set of replicas.
@@ -37,10 +47,22 @@ type Cluster interface {
 	Close(ctx context.Context) error
 }
 
+// Timelines is a cluster whose servers have no admin endpoint to ask for their event
+// timelines (ZooKeeper): it keeps them itself, across restarts.
+type Timelines interface {
+	Timeline(id int) []event.Event
+}
+
+// RTTMeter is a cluster whose servers measure no RTTs themselves (ZooKeeper): its links
+// measure them, in ms, as "pI" -> "pJ" -> RTT.
+type RTTMeter interface {
+	MeasuredRTTs() map[string]any
+}
+
 // Flavors of replica.
 const (
-	Poled     = "poled"
-	ZooKeeper = "zookeeper"
+	Poled     = backend.FlavorPoled
+	ZooKeeper = backend.FlavorZooKeeper
 )
 
 // Options describe the cluster to start.
@@ -56,6 +78,13 @@ type Options struct {
 	Fsync         bool
 	// PreloadMB fills every server's tree with that much data before the run.
 	PreloadMB int
+	// Trace makes every poled record the steps of each write (replica.Config.Trace),
+	// for the run's latency anatomy.
+	Trace bool
+	// WarmUp, if positive, has a ZooKeeper cluster serve closed-loop writes through
+	// every server for that long before its constructor returns (its JIT compiled).
+	// New gives a ZooKeeper cluster ZooKeeperWarmUp when it is zero; negative: none.
+	WarmUp time.Duration
 	// Label marks everything a backend creates (namespaces, containers, networks) so a
 	// later `polebench cluster down` finds leftovers of a crashed harness.
 	Label  string

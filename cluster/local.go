@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/polebench/polebench/netem"
@@ -28,6 +29,8 @@ type Local struct {
 	mu    sync.Mutex
 	nodes map[int]*replica.Node
 	logs  map[int]*os.File
+
+	releaseProcs func()
 }
 
 // NewLocal starts the cluster and returns once every node listens.
@@ -39,7 +42,8 @@ func NewLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 		return nil, errors.New("local backend: no topology")
 	}
 	l := &Local{opts: opts, log: opts.Logger, root: opts.DataRoot, cfgs: map[int]replica.Config{},
-		nodes: map[int]*replica.Node{}, logs: map[int]*os.File{}}
+		nodes: map[int]*replica.Node{}, logs: map[int]*os.File{},
+		releaseProcs: tuneProcs(len(opts.Topology.Servers()))}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -82,7 +86,7 @@ func NewLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 		l.cfgs[id] = replica.Config{
 			ID: id, Servers: peers, DataDir: filepath.Join(l.root, fmt.Sprintf("p%d", id)),
 			Oracle: opts.Oracle, InitialLeader: opts.InitialLeader, Fsync: opts.Fsync,
-			PreloadMB: opts.PreloadMB, LinkPlan: planPath,
+			PreloadMB: opts.PreloadMB, LinkPlan: planPath, Trace: opts.Trace, Heartbeat: replica.Duration(opts.Oracle.Heartbeat),
 		}
 	}
 	for _, id := range opts.Topology.Servers() {
@@ -103,8 +107,13 @@ func (l *Local) start(ctx context.Context, id int, lns replica.Listeners) error 
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// Each node lives as long as the cluster, not as long as the caller's ctx.
-	n, err := replica.Start(context.WithoutCancel(ctx), cfg, lns, log)
+	// Each node lives as long as the cluster, not as long as the caller's ctx. Its
+	// goroutines carry its id as a profiler label: a profile of the process tells the
+	// replicas apart.
+	var n *replica.Node
+	pprof.Do(context.WithoutCancel(ctx), pprof.Labels("server", fmt.Sprintf("p%d", id)), func(ctx context.Context) {
+		n, err = replica.Start(ctx, cfg, lns, log)
+	})
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("start p%d: %w", id, err)
@@ -196,6 +205,7 @@ func (l *Local) Close(context.Context) error {
 		}()
 	}
 	wg.Wait()
+	l.releaseProcs()
 	if l.ownRoot {
 		return os.RemoveAll(l.root)
 	}

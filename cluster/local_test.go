@@ -2,8 +2,12 @@ package cluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"testing"
@@ -153,7 +157,7 @@ func syncConn(c *zk.Conn, path string) error {
 }
 
 // TestTimingMeasuredRTTs: the RTTs each poled's heartbeat monitor measures over
-// user-space links match the plan within 5 % at 10, 20 and 77 ms. A timing test:
+// user-space links match the plan within 1 % at 10, 20 and 77 ms. A timing test:
 // `make test` runs the TestTiming ones alone, after the rest.
 func TestTimingMeasuredRTTs(t *testing.T) {
 	topo, err := topology.New(topology.Config{
@@ -177,10 +181,13 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Seven readings of each monitor's windowed mean (10 heartbeats of 100 ms), one
-	// window apart so they do not overlap; the median is judged, since a shared
-	// machine only adds delay, in bursts. User-space links measure +1.3 to +3.3 % over
-	// the plan at 10-20 ms on this project's 2-core machine, so 6 % is the tolerance.
-	const tolPct = 6
+	// window apart so they do not overlap; the median is judged. A heartbeat's RTT
+	// runs from the ping leaving to the pong arriving (the link's stamp), less the
+	// time the ping waited at its peer: no process's queue counts, however loaded the
+	// machine. What is left is the jitter's sampling: within 0.3 % in runs at a load
+	// of 5 to 8 on this project's 2 cores (before: +1.3 to +3.3 % idle, +10 to +38 %
+	// at that load).
+	const tolPct = 1
 	readings := map[[2]int][]float64{}
 	for i := 0; i < 7; i++ {
 		time.Sleep(1500 * time.Millisecond) // the sampling period, not a wait for a condition
@@ -210,14 +217,19 @@ func TestTimingMeasuredRTTs(t *testing.T) {
 	}
 }
 
-// TestTimingResyncDoesNotStallOthers (a timing test: it runs alone): a follower that missed more than the DIFF window of a
-// 50 MB state is brought back with a whole snapshot while a client keeps writing
-// through the leader on an open-loop schedule. The leader streams the snapshot beside
-// its commit pipeline; when it streamed it on its loop, that client's p99 during the
-// resync was 189 ms (max 263 ms) on this project's 2-core machine, and it is 39-50 ms
-// now: what is left is three replicas, the client and two 50 MB snapshot files (the
-// follower's receiving and installing) sharing two cores and one disk in one process.
-// The bound, 100 ms over steady state, sits between the two.
+// -resync-mb sets the state size of TestTimingResyncDoesNotStallOthers (the issue's
+// sizes are 100 and 250 MB).
+var resyncMB = flag.Int("resync-mb", 100, "MB of state a follower resyncs in TestTimingResyncDoesNotStallOthers")
+
+// TestTimingResyncDoesNotStallOthers (a timing test: it runs alone): a follower that
+// missed more than the DIFF window of a 100 MB state (-resync-mb) is brought back with
+// a whole snapshot while a client keeps writing through the leader on an open-loop
+// schedule. On this project's shared 2-core machine, alternating runs with the code
+// before issue 11's last part, the client's p99 during the resync was 112-174 ms
+// against 2-27 ms steady (80 ms over it at best), and is now 13-61 ms (at most 56 ms
+// over it): what is left is the resync's own CPU (about 1.3 CPU-seconds per 100 MB,
+// the follower's half of it an artifact of sharing one machine) on a machine where the
+// process got about one core. The bound, 70 ms over steady state, sits between.
 func TestTimingResyncDoesNotStallOthers(t *testing.T) {
 	topo, err := topology.New(topology.Config{
 		DCs:      []topology.DC{{Name: "A", Servers: []int{1, 2, 3}}},
@@ -230,7 +242,7 @@ func TestTimingResyncDoesNotStallOthers(t *testing.T) {
 	defer cancel()
 	c, err := NewLocal(ctx, Options{
 		Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: 3,
-		Plan: netem.NewPlan(topo, netem.DefaultOptions(1)), PreloadMB: 50,
+		Plan: netem.NewPlan(topo, netem.DefaultOptions(1)), PreloadMB: *resyncMB,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +289,9 @@ func TestTimingResyncDoesNotStallOthers(t *testing.T) {
 	}
 	p99 := func(s []float64) float64 { return s[len(s)*99/100] }
 	steadyCtx, stop := context.WithTimeout(ctx, 2*time.Second)
+	l0 := sampleLoad()
 	steady := write(steadyCtx)
+	t.Logf("steady state, %s", sampleLoad().since(l0))
 	stop()
 	if err := c.Kill(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -291,6 +305,7 @@ func TestTimingResyncDoesNotStallOthers(t *testing.T) {
 	if err := c.Restart(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	l0 = sampleLoad()
 	resyncCtx, stop := context.WithCancel(ctx)
 	got := make(chan []float64)
 	go func() { got <- write(resyncCtx) }()
@@ -298,6 +313,7 @@ func TestTimingResyncDoesNotStallOthers(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // and a little of what follows
 	stop()
 	during := <-got
+	t.Logf("during the resync, %s", sampleLoad().since(l0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,9 +328,55 @@ func TestTimingResyncDoesNotStallOthers(t *testing.T) {
 	if !synced {
 		t.Fatal("p1 serves without having synced")
 	}
-	t.Logf("client p99: steady %.2f ms, during p1's 50 MB resync %.2f ms (%d writes), max %.2f ms",
-		p99(steady), p99(during), len(during), during[len(during)-1])
-	if p99(during) > p99(steady)+100 {
+	t.Logf("client p99: steady %.2f ms, during p1's %d MB resync %.2f ms (%d writes), max %.2f ms",
+		p99(steady), *resyncMB, p99(during), len(during), during[len(during)-1])
+	if p99(during) > p99(steady)+70 {
 		t.Errorf("p99 %.2f ms during the resync, %.2f ms steady: the leader stalls its clients while it syncs a follower", p99(during), p99(steady))
 	}
+}
+
+// load is what the process got from the machine, to read a timing test's numbers by:
+// its GC's work and, from Linux's per-thread schedstat, how long its threads ran and
+// how long they waited for a CPU (the machine is shared).
+type load struct {
+	at            time.Time
+	gcs           uint64
+	gcCPU, assist float64 // seconds
+	sched         *metrics.Float64Histogram
+	osRun, osWait float64 // thread-seconds
+}
+
+func sampleLoad() load {
+	ss := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"},
+		{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}, {Name: "/sched/latencies:seconds"}}
+	metrics.Read(ss)
+	l := load{at: time.Now(), gcs: ss[0].Value.Uint64(), gcCPU: ss[1].Value.Float64(), assist: ss[2].Value.Float64(), sched: ss[3].Value.Float64Histogram()}
+	tasks, _ := filepath.Glob("/proc/self/task/*/schedstat")
+	for _, f := range tasks {
+		var run, wait float64
+		if b, err := os.ReadFile(f); err == nil {
+			fmt.Sscan(string(b), &run, &wait)
+		}
+		l.osRun, l.osWait = l.osRun+run/1e9, l.osWait+wait/1e9
+	}
+	return l
+}
+
+func (l load) since(a load) string {
+	el := l.at.Sub(a.at).Seconds()
+	var n, seen uint64
+	counts := make([]uint64, len(l.sched.Counts))
+	for i := range counts {
+		counts[i] = l.sched.Counts[i] - a.sched.Counts[i]
+		n += counts[i]
+	}
+	p99 := 0.0
+	for i, c := range counts {
+		if seen += c; float64(seen) >= 0.99*float64(n) {
+			p99 = l.sched.Buckets[i+1]
+			break
+		}
+	}
+	return fmt.Sprintf("%.1f s: %d GC cycles (%.0f ms of CPU, %.0f ms of it assists); threads ran %.2f CPU/s and waited %.2f/s for one; goroutines' p99 wait for a P %.2f ms",
+		el, l.gcs-a.gcs, (l.gcCPU-a.gcCPU)*1e3, (l.assist-a.assist)*1e3, (l.osRun-a.osRun)/el, (l.osWait-a.osWait)/el, p99*1e3)
 }

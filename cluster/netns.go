@@ -38,9 +38,9 @@ const (
 
 // Link modes reported by Cluster.Links.
 const (
-	LinksKernel    = "kernel"
-	LinksUserSpace = "user-space"
-	LinksNone      = "none" // an empty plan: nothing to emulate
+	LinksKernel    = replica.LinksKernel
+	LinksUserSpace = replica.LinksUserSpace
+	LinksNone      = replica.LinksNone // an empty plan: nothing to emulate
 )
 
 const (
@@ -68,6 +68,7 @@ type Netns struct {
 	opts       Options
 	plan       netem.Plan
 	links      string
+	cut        map[[2]int]bool // pairs partitioned in the kernel's trees (CutLinks)
 	net        *netnsNet
 	servers    []Server
 
@@ -121,7 +122,7 @@ func netnsPrepare(ctx context.Context, opts Options) (*Netns, error) {
 		return nil, fmt.Errorf("netns: %d servers, at most %d", n, netnsMaxServers)
 	}
 	if opts.Flavor != "" && opts.Flavor != Poled {
-		return nil, fmt.Errorf("netns: flavor %q is not supported yet (only %q)", opts.Flavor, Poled)
+		return nil, fmt.Errorf("netns: unknown flavor %q", opts.Flavor)
 	}
 	ids := make([]int, n)
 	for i := range ids {
@@ -201,7 +202,8 @@ func (c *Netns) start(ctx context.Context) error {
 	for _, id := range ids {
 		cfg := replica.Config{
 			ID: id, Servers: peers, DataDir: c.dataDir(id), Oracle: c.opts.Oracle,
-			InitialLeader: c.opts.InitialLeader, Fsync: c.opts.Fsync, LinkPlan: planFile,
+			InitialLeader: c.opts.InitialLeader, Fsync: c.opts.Fsync, LinkPlan: planFile, Trace: c.opts.Trace,
+			Heartbeat: replica.Duration(c.opts.Oracle.Heartbeat),
 		}
 		if err := c.writeConfig(cfg); err != nil {
 			return err
@@ -327,8 +329,13 @@ func (c *Netns) logTail(id int) string {
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-15):], "\n")
+	return lastLines(string(b), 15)
+}
+
+// lastLines is the end of a log, for error messages.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // Label is the label marking the cluster's namespaces and host veth.
@@ -401,7 +408,7 @@ func (c *Netns) Restart(ctx context.Context, id int) error {
 		return err
 	}
 	if c.links == LinksKernel {
-		if err := netem.Apply(ctx, c.target(id), c.plan); err != nil {
+		if err := netem.Apply(ctx, c.target(id), c.kernelPlan()); err != nil {
 			return fmt.Errorf("netns: p%d: %w", id, err)
 		}
 	}
@@ -413,6 +420,45 @@ func (c *Netns) Restart(ctx context.Context, id int) error {
 	}
 	c.log.Info("netns: restarted", "server", id, "pid", c.Pid(id))
 	return nil
+}
+
+// CutLinks partitions (cut) or heals the given pairs in every namespace's netem tree,
+// as a drop on their classes, when the kernel applies the links; with user-space
+// links it does nothing (the replicas' own cut, cluster.SetCut, is what acts there,
+// and it acts on kernel runs too). Namespaces outlive their processes, so a dead
+// server's tree is updated as well.
+func (c *Netns) CutLinks(ctx context.Context, pairs [][2]int, cut bool) error {
+	if c.links != LinksKernel {
+		return nil
+	}
+	c.mu.Lock()
+	if c.cut == nil {
+		c.cut = map[[2]int]bool{}
+	}
+	for _, p := range pairs {
+		if cut {
+			c.cut[p] = true
+		} else {
+			delete(c.cut, p)
+			delete(c.cut, [2]int{p[1], p[0]})
+		}
+	}
+	c.mu.Unlock()
+	plan := c.kernelPlan()
+	var errs []error
+	for _, id := range c.ids() {
+		if err := netem.Apply(ctx, c.target(id), plan); err != nil {
+			errs = append(errs, fmt.Errorf("netns: p%d: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kernelPlan is the plan with the current kernel cuts.
+func (c *Netns) kernelPlan() netem.Plan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.plan.Cut(slices.Collect(maps.Keys(c.cut)))
 }
 
 // CollectLogs copies each server's log into dir as p<ID>.log.

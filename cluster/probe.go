@@ -14,6 +14,7 @@ import (
 
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/trace"
 )
 
 var httpClient = &http.Client{Timeout: 3 * time.Second}
@@ -46,6 +47,32 @@ func NodeEvents(ctx context.Context, s Server) ([]event.Event, error) {
 	var ev []event.Event
 	err := getJSON(ctx, "http://"+s.Admin+"/events", &ev)
 	return ev, err
+}
+
+// NodeTrace asks a poled's admin endpoint for its trace's marks from sequence from.
+func NodeTrace(ctx context.Context, s Server, from uint64) (trace.Page, error) {
+	var p trace.Page
+	url := fmt.Sprintf("http://%s/trace?from=%d", s.Admin, from)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return p, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return p, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return p, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return p, fmt.Errorf("GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(b))
+	}
+	if err := p.UnmarshalBinary(b); err != nil {
+		return p, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return p, nil
 }
 
 // Mode asks a server's client port for its mode with the four-letter word srvr,

@@ -74,6 +74,26 @@ func startInNetns(ns netns.NsHandle, cmd *exec.Cmd) (*nsProc, error) {
 	return p, nil
 }
 
+// startLocal starts cmd in the harness's own namespace, in its own process group (a
+// terminal's ^C reaches the harness, which stops the servers in order), with SIGKILL as
+// its parent-death signal so that it does not outlive a killed harness.
+func startLocal(cmd *exec.Cmd) (*nsProc, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &nsProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
 // procNetnsInode reads the inode of a process's network namespace.
 func procNetnsInode(pid int) (uint64, error) {
 	link, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")

@@ -81,8 +81,8 @@ func BenchmarkApplySetData(b *testing.B) {
 // BenchmarkSnapshotPause streams a snapshot of a -snapmb tree while another goroutine
 // keeps applying 1 kB setData writes, and reports the longest any single Apply took
 // (max-pause-ms): the stall a leader's clients would see while it syncs a follower.
-// view-ms is how long opening the view took its caller (listing and sorting the paths;
-// only the listing holds Apply off). Run: go test ./datatree -run XXX -bench SnapshotPause -benchtime 1x -snapmb 250
+// view-ms is how long opening the view took its caller (the leader's loop): Write lists
+// the paths. Run: go test ./datatree -run XXX -bench SnapshotPause -benchtime 1x -snapmb 250
 func BenchmarkSnapshotPause(b *testing.B) {
 	tr := preloaded(b)
 	tr.Apply(tr.LastZxid()+1, Txn{Op: Create("/k", nil, Persistent)})

@@ -130,6 +130,34 @@ func TestUnmarshalCopiesData(t *testing.T) {
 	}
 }
 
+// TestUnmarshalShared: the same transactions as Unmarshal, with data that is the
+// input's own bytes (no copy), capped so that appending to it cannot reach them.
+func TestUnmarshalShared(t *testing.T) {
+	for _, txn := range sampleTxns() {
+		b := txn.Marshal()
+		want, err := UnmarshalTxn(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Txn
+		if err := got.UnmarshalShared(b); err != nil {
+			t.Fatalf("%v: %v", txn.Type, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: shared\n got %+v\nwant %+v", txn.Type, got, want)
+		}
+	}
+	b := Txn{Op: Create("/a", []byte("abc"), Persistent)}.Marshal()
+	var txn Txn
+	if err := txn.UnmarshalShared(b); err != nil {
+		t.Fatal(err)
+	}
+	b[bytes.Index(b, []byte("abc"))] = 'x'
+	if string(txn.Data) != "xbc" || cap(txn.Data) != 3 {
+		t.Errorf("data %q (cap %d): want the input's own 3 bytes", txn.Data, cap(txn.Data))
+	}
+}
+
 // randomTxns makes a reproducible mix of every op over a small namespace, so
 // that successes and each kind of failure all occur.
 func randomTxns(seed uint64, n int) []Txn {

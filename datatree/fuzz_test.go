@@ -34,7 +34,8 @@ func FuzzUnmarshalTxn(f *testing.F) {
 }
 
 // FuzzReadSnapshot: any input loads or fails with ErrSnapshotCorrupt, never
-// panics; what loads writes back to the same bytes. The input is the stream
+// panics, and the same whether loaded whole or in pieces; what loads writes back to
+// the same bytes. The input is the stream
 // without its checksum, which the target appends, so that mutations reach the
 // structural checks instead of all dying at the checksum.
 func FuzzReadSnapshot(f *testing.F) {
@@ -46,7 +47,12 @@ func FuzzReadSnapshot(f *testing.F) {
 		c := crc32c(body)
 		b := append(body[:len(body):len(body)], byte(c), byte(c>>8), byte(c>>16), byte(c>>24))
 		tr := New()
-		if err := tr.ReadSnapshot(bytes.NewReader(b)); err != nil {
+		err := tr.ReadSnapshot(bytes.NewReader(b))
+		if split, serr := loadSplit(b, 1, 2, 5); (err == nil) != (serr == nil) ||
+			err == nil && !bytes.Equal(snapshotBytes(t, split), snapshotBytes(t, tr)) {
+			t.Fatalf("loaded whole: %v; loaded in pieces: %v, or another tree", err, serr)
+		}
+		if err != nil {
 			if !errors.Is(err, ErrSnapshotCorrupt) {
 				t.Fatalf("error does not wrap ErrSnapshotCorrupt: %v", err)
 			}

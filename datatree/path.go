@@ -11,6 +11,38 @@ import (
 // characters ZooKeeper refuses (NUL, controls, U+007F..U+009F, U+D800..U+F8FF,
 // U+FFF0..U+FFFF, and anything outside the BMP, which Java sees as surrogates).
 func ValidatePath(path string) error {
+	if plainPath(path) {
+		return nil
+	}
+	return checkPath(path)
+}
+
+// plainPath accepts the common valid path in one pass: printable ASCII, "/" first,
+// no empty, "." or ".." name, no "/" last. Anything else takes checkPath, which
+// accepts or names the error as ZooKeeper does.
+func plainPath(p string) bool {
+	if len(p) < 2 || p[0] != '/' || p[len(p)-1] == '/' {
+		return false
+	}
+	start := 1
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) {
+			if c := p[i]; c < 0x20 || c > 0x7e {
+				return false
+			} else if c != '/' {
+				continue
+			}
+		}
+		switch name := p[start:i]; name {
+		case "", ".", "..":
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
+func checkPath(path string) error {
 	if path == "" {
 		return fmt.Errorf("path length must be > 0")
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"iter"
+	"maps"
 	"runtime"
 	"slices"
 
@@ -39,10 +41,12 @@ type sumWriter struct {
 	w   *bufio.Writer
 	crc uint32
 	buf []byte
+	n   int // bytes since the last yield
 }
 
 func (s *sumWriter) write(p []byte) {
 	s.crc = crc32.Update(s.crc, castagnoli, p)
+	s.n += len(p)
 	s.w.Write(p) // bufio keeps the first error; Flush reports it
 }
 
@@ -61,33 +65,65 @@ func (t *Tree) WriteSnapshot(w io.Writer) error {
 }
 
 // View is the tree as it was when View was called, which Apply may go on changing:
-// Apply saves the state a node had at the view's start before it first changes it,
-// so writing the view never holds the tree for long.
+// Apply saves the state a node had at the view's start before it first changes it
+// (nil: it did not exist), so neither opening nor writing the view holds the tree for
+// long.
 type View struct {
 	t        *Tree
 	zxid     zab.Zxid
-	sessions [][2]int64 // id, timeout; sorted by id
-	paths    []string
+	sessions [][2]int64       // id, timeout
 	pre      map[string]*node // guarded by t.mu
 	closed   bool
 }
 
-// View opens a view of the tree now. Taking it holds Apply off for as long as listing
-// every path takes (about 2 ms per 100,000 znodes); Close releases it.
+// View opens a view of the tree now; Close releases it. Opening it holds Apply off
+// only while it lists the sessions: Write lists the paths.
 func (t *Tree) View() *View {
 	t.mu.Lock()
-	v := &View{t: t, zxid: t.lastZxid, pre: map[string]*node{}, paths: make([]string, 0, len(t.nodes))}
-	for p := range t.nodes {
-		v.paths = append(v.paths, p)
-	}
+	defer t.mu.Unlock()
+	v := &View{t: t, zxid: t.lastZxid, pre: map[string]*node{}}
 	for id, s := range t.sessions {
 		v.sessions = append(v.sessions, [2]int64{id, int64(s.timeout)})
 	}
 	t.views = append(t.views, v)
-	t.mu.Unlock()
-	slices.Sort(v.paths)
-	slices.SortFunc(v.sessions, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 	return v
+}
+
+// paths lists, sorted, the paths the tree had when the view was opened. It walks the
+// tree's map a batch at a time under the read lock, Apply going on in between (a
+// map's iteration allows changes between its steps): of what it meets it skips the
+// nodes created since (saved as nil), and it adds those deleted since, which it may
+// not meet but whose state was saved.
+func (v *View) paths() []string {
+	t := v.t
+	t.mu.RLock()
+	paths := make([]string, 0, len(t.nodes))
+	t.mu.RUnlock()
+	next, stop := iter.Pull(maps.Keys(t.nodes))
+	defer stop()
+	for more := true; more; {
+		t.mu.RLock()
+		for range viewBatch {
+			var p string
+			if p, more = next(); !more {
+				break
+			}
+			if n, saved := v.pre[p]; !saved || n != nil {
+				paths = append(paths, p)
+			}
+		}
+		t.mu.RUnlock()
+		runtime.Gosched() // see yieldBytes
+	}
+	t.mu.RLock()
+	for p, n := range v.pre {
+		if n != nil {
+			paths = append(paths, p)
+		}
+	}
+	t.mu.RUnlock()
+	slices.Sort(paths)
+	return slices.Compact(paths) // a node changed but not deleted is met and saved
 }
 
 // Zxid is the last transaction the view includes.
@@ -115,9 +151,18 @@ func (v *View) node(path string) *node {
 // viewBatch is how many znodes Write reads per hold of the tree's read lock.
 const viewBatch = 512
 
+// yieldBytes is how much of a state a long job (writing or loading a snapshot) goes
+// through between yields of the processor. Such a job is the node's longest CPU-bound
+// work: without yielding, the commit pipeline's goroutines would wait behind it for up
+// to the scheduler's 10 ms time slice at each of their hops, on a machine with few
+// cores, and the more so with every replica of the local backend in one process.
+const yieldBytes = 64 << 10
+
 // Write writes the view in the snapshot format.
 func (v *View) Write(w io.Writer) error {
-	s := &sumWriter{w: bufio.NewWriterSize(w, 1<<20), buf: make([]byte, 0, 256)}
+	paths := v.paths()
+	slices.SortFunc(v.sessions, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	s := &sumWriter{w: bufio.NewWriterSize(w, yieldBytes), buf: make([]byte, 0, 256)}
 	s.buf = append(s.buf, snapMagic...)
 	s.buf = append(s.buf, snapVersion)
 	s.buf = binary.LittleEndian.AppendUint64(s.buf, uint64(v.zxid))
@@ -126,21 +171,17 @@ func (v *View) Write(w io.Writer) error {
 		s.buf = binary.LittleEndian.AppendUint64(s.buf, uint64(st[0]))
 		s.buf = binary.AppendVarint(s.buf, st[1])
 	}
-	s.buf = binary.AppendUvarint(s.buf, uint64(len(v.paths)))
+	s.buf = binary.AppendUvarint(s.buf, uint64(len(paths)))
 	s.flushBuf()
 	batch := make([]node, 0, viewBatch)
-	for start := 0; start < len(v.paths); start += viewBatch {
-		paths := v.paths[start:min(start+viewBatch, len(v.paths))]
+	for start := 0; start < len(paths); start += viewBatch {
+		paths := paths[start:min(start+viewBatch, len(paths))]
 		batch = batch[:0]
 		v.t.mu.RLock()
 		for _, p := range paths {
 			batch = append(batch, *v.node(p)) // every listed path existed at the start
 		}
 		v.t.mu.RUnlock()
-		// Writing a large state is the node's longest CPU-bound job: between batches
-		// it lets the commit pipeline's goroutines run, which on a machine with few
-		// cores would otherwise queue behind it.
-		runtime.Gosched()
 		for i, p := range paths {
 			n := &batch[i]
 			b := binary.AppendUvarint(s.buf, uint64(len(p)))
@@ -154,6 +195,10 @@ func (v *View) Write(w io.Writer) error {
 			s.buf = b
 			s.flushBuf()
 			s.write(n.data)
+			if s.n >= yieldBytes {
+				runtime.Gosched()
+				s.n = 0
+			}
 		}
 	}
 	var sum [4]byte
@@ -163,194 +208,6 @@ func (v *View) Write(w io.Writer) error {
 		return fmt.Errorf("datatree: write snapshot: %w", err)
 	}
 	return nil
-}
-
-// snapReader reads and checksums the stream; the first error sticks.
-type snapReader struct {
-	r    *bufio.Reader
-	crc  uint32
-	off  int64
-	err  error
-	pend []byte // bytes read one at a time, not yet in crc
-	slab []byte // backing store for small data, to spare the allocator
-}
-
-func (s *snapReader) sum() uint32 {
-	s.crc = crc32.Update(s.crc, castagnoli, s.pend)
-	s.pend = s.pend[:0]
-	return s.crc
-}
-
-func (s *snapReader) fail(field string, err error) {
-	if s.err == nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		s.err = fmt.Errorf("%w: %s at byte %d: %v", ErrSnapshotCorrupt, field, s.off, err)
-	}
-}
-
-func (s *snapReader) ReadByte() (byte, error) {
-	c, err := s.r.ReadByte()
-	if err != nil {
-		return 0, err
-	}
-	if s.pend = append(s.pend, c); len(s.pend) == cap(s.pend) {
-		s.sum()
-	}
-	s.off++
-	return c, nil
-}
-
-func (s *snapReader) full(p []byte, field string) {
-	if s.err != nil {
-		return
-	}
-	n, err := io.ReadFull(s.r, p)
-	s.sum()
-	s.crc = crc32.Update(s.crc, castagnoli, p[:n])
-	s.off += int64(n)
-	if err != nil {
-		s.fail(field, err)
-	}
-}
-
-func (s *snapReader) u64(field string) uint64 {
-	var b [8]byte
-	s.full(b[:], field)
-	return binary.LittleEndian.Uint64(b[:])
-}
-
-func (s *snapReader) uvarint(field string) uint64 {
-	if s.err != nil {
-		return 0
-	}
-	v, err := binary.ReadUvarint(s)
-	if err != nil {
-		s.fail(field, err)
-	}
-	return v
-}
-
-func (s *snapReader) varint(field string) int64 {
-	if s.err != nil {
-		return 0
-	}
-	v, err := binary.ReadVarint(s)
-	if err != nil {
-		s.fail(field, err)
-	}
-	return v
-}
-
-func (s *snapReader) int32(field string) int32 {
-	v := s.varint(field)
-	if s.err == nil && v != int64(int32(v)) {
-		s.fail(field, fmt.Errorf("%d overflows int32", v))
-	}
-	return int32(v)
-}
-
-// bytes reads a length-prefixed field of at most max bytes.
-func (s *snapReader) bytes(field string, max int) []byte {
-	n := s.uvarint(field + " length")
-	if s.err == nil && n > uint64(max) {
-		s.fail(field, fmt.Errorf("length %d exceeds %d", n, max))
-	}
-	if s.err != nil || n == 0 {
-		return nil
-	}
-	var p []byte
-	if n <= 4096 {
-		if len(s.slab) < int(n) {
-			s.slab = make([]byte, 256<<10)
-		}
-		p, s.slab = s.slab[:n:n], s.slab[n:]
-	} else {
-		p = make([]byte, n)
-	}
-	s.full(p, field)
-	return p
-}
-
-// maxPath bounds a path in a snapshot; a real one fits in a request (jute.maxbuffer).
-const maxPath = MaxDataSize
-
-// ReadSnapshot replaces the tree's whole state with the snapshot read from r,
-// which must end exactly where the snapshot does. On error the tree is unchanged.
-func (t *Tree) ReadSnapshot(r io.Reader) error {
-	n, err := readSnapshot(r)
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.nodes, t.sessions, t.lastZxid, t.size, t.ephemerals = n.nodes, n.sessions, n.lastZxid, n.size, n.ephemerals
-	return nil
-}
-
-func readSnapshot(r io.Reader) (*Tree, error) {
-	s := &snapReader{r: bufio.NewReaderSize(r, 256<<10), pend: make([]byte, 0, 64)}
-	var hdr [5]byte
-	s.full(hdr[:], "header")
-	if s.err == nil && (string(hdr[:4]) != snapMagic || hdr[4] != snapVersion) {
-		return nil, fmt.Errorf("%w: bad header %q (want %q version %d)", ErrSnapshotCorrupt, hdr[:], snapMagic, snapVersion)
-	}
-	t := &Tree{nodes: map[string]*node{}, sessions: map[int64]*session{}}
-	t.lastZxid = zab.Zxid(s.u64("last zxid"))
-	ns := s.uvarint("session count")
-	for i := uint64(0); s.err == nil && i < ns; i++ {
-		id := int64(s.u64("session id"))
-		timeout := s.int32("session timeout")
-		if s.err == nil && (id == 0 || timeout <= 0 || t.sessions[id] != nil) {
-			s.fail("session", fmt.Errorf("bad or duplicate session 0x%x timeout %d", id, timeout))
-		}
-		t.sessions[id] = &session{timeout: timeout, ephemerals: map[string]struct{}{}}
-	}
-	nn := s.uvarint("node count")
-	prev := ""
-	for i := uint64(0); s.err == nil && i < nn; i++ {
-		if i%viewBatch == 0 {
-			runtime.Gosched() // a long load shares the CPU with the node's other work
-		}
-		path := string(s.bytes("path", maxPath))
-		var st pstat
-		st.czxid, st.mzxid, st.pzxid = s.varint("czxid"), s.varint("mzxid"), s.varint("pzxid")
-		st.ctime, st.mtime = s.varint("ctime"), s.varint("mtime")
-		st.version, st.cversion, st.aversion = s.int32("version"), s.int32("cversion"), s.int32("aversion")
-		st.ephemeralOwner = int64(s.u64("ephemeral owner"))
-		data := s.bytes("data", MaxDataSize)
-		if s.err != nil {
-			break
-		}
-		if err := t.addLoaded(path, prev, &node{data: data, st: st}); err != nil {
-			s.fail(fmt.Sprintf("node %d", i), err)
-			break
-		}
-		prev = path
-	}
-	if s.err == nil && t.nodes["/"] == nil {
-		s.fail("nodes", errors.New("no root"))
-	}
-	if s.err != nil {
-		return nil, s.err
-	}
-	want := s.sum()
-	var sum [4]byte
-	s.full(sum[:], "checksum")
-	if s.err != nil {
-		return nil, s.err
-	}
-	if got := binary.LittleEndian.Uint32(sum[:]); got != want {
-		return nil, fmt.Errorf("%w: checksum %08x, computed %08x", ErrSnapshotCorrupt, got, want)
-	}
-	if _, err := s.r.ReadByte(); err != io.EOF {
-		if err == nil {
-			err = errors.New("trailing bytes after the checksum")
-		}
-		return nil, fmt.Errorf("%w: %v", ErrSnapshotCorrupt, err)
-	}
-	return t, nil
 }
 
 // addLoaded inserts a node read from a snapshot after checking the invariants

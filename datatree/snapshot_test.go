@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"strings"
 	"testing"
@@ -228,4 +229,103 @@ func TestViewIsConsistentWhileApplying(t *testing.T) {
 	if bytes.Equal(snapshotBytes(t, tr), want) {
 		t.Fatal("the applies changed nothing: the test tested nothing")
 	}
+}
+
+// loadSplit feeds b to a Loader in pieces of the given sizes (cycled), as a follower
+// receives a SNAP in chunks.
+func loadSplit(b []byte, sizes ...int) (*Tree, error) {
+	l := NewLoader()
+	for i := 0; len(b) > 0; i++ {
+		n := min(sizes[i%len(sizes)], len(b))
+		if _, err := l.Write(bytes.Clone(b[:n])); err != nil {
+			return nil, err
+		}
+		b = b[n:]
+	}
+	return l.Tree()
+}
+
+// A snapshot loaded piece by piece, whatever the cuts (inside varints, paths, data,
+// the checksum), is the tree loaded whole; a damaged one fails the same way.
+func TestLoaderSplits(t *testing.T) {
+	big := New()
+	big.Apply(1, Txn{Op: Create("/big", bytes.Repeat([]byte("x"), 300_000), Persistent)}) // spans many pieces
+	for name, tr := range map[string]*Tree{"small": smallTree(t), "random": randomTree(t), "big": big} {
+		want := snapshotBytes(t, tr)
+		for _, sizes := range [][]int{{1}, {2}, {3, 5, 7}, {64}, {1000, 1}, {65536}, {len(want)}} {
+			got, err := loadSplit(want, sizes...)
+			if err != nil {
+				t.Fatalf("%s in pieces of %v: %v", name, sizes, err)
+			}
+			if !bytes.Equal(snapshotBytes(t, got), want) {
+				t.Fatalf("%s in pieces of %v: loaded a different tree", name, sizes)
+			}
+		}
+	}
+	good := snapshotBytes(t, smallTree(t))
+	for i := range good {
+		b := bytes.Clone(good)
+		b[i] ^= 0x20
+		if _, err := loadSplit(b, 3, 1); !errors.Is(err, ErrSnapshotCorrupt) {
+			t.Errorf("byte %d flipped, loaded in pieces: %v", i, err)
+		}
+		if _, err := loadSplit(good[:i], 3, 1); !errors.Is(err, ErrSnapshotCorrupt) {
+			t.Errorf("cut at byte %d, loaded in pieces: %v", i, err)
+		}
+	}
+	if _, err := loadSplit(append(bytes.Clone(good), 1, 2), 5); !errors.Is(err, ErrSnapshotCorrupt) {
+		t.Errorf("trailing bytes loaded in pieces: %v", err)
+	}
+}
+
+// A view written while another goroutine applies creates, deletes and changes among
+// the nodes it is listing and writing is still the tree as it was when it was taken.
+func TestViewWhileApplyingConcurrently(t *testing.T) {
+	tr := New()
+	n, err := tr.Preload(20_000 * PreloadNodeSize) // several listing batches
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := snapshotBytes(t, tr.Clone())
+	v := tr.View()
+	done := make(chan struct{})
+	applied := make(chan int)
+	go func() {
+		z, i := tr.LastZxid(), 0
+		for ; ; i++ {
+			select {
+			case <-done:
+				applied <- i
+				return
+			default:
+			}
+			z++
+			victim := fmt.Sprintf("%s/%010d", PreloadPath, (i*7919)%n)
+			var op Op
+			switch i % 3 {
+			case 0:
+				op = Delete(victim, -1)
+			case 1:
+				op = Create(fmt.Sprintf("%s/new%06d", PreloadPath, i), []byte("x"), Persistent)
+			default:
+				op = SetData(victim, []byte("changed"), -1)
+			}
+			tr.Apply(z, Txn{Op: op})
+		}
+	}()
+	var b bytes.Buffer
+	err = v.Write(&b)
+	close(done)
+	changes := <-applied
+	v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Fatalf("the view written beside %d changes is not the tree as it was when it was taken", changes)
+	}
+	if changes == 0 || bytes.Equal(snapshotBytes(t, tr), want) {
+		t.Fatal("nothing was applied while the view was written: the test tested nothing")
+	}
+	t.Logf("%d changes applied while the view was written", changes)
 }

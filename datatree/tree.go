@@ -167,11 +167,11 @@ type applier struct {
 	undo    []func()
 }
 
-func (a *applier) onUndo(f func()) {
-	if a.undo != nil {
-		a.undo = append(a.undo, f)
-	}
-}
+// onUndo records how to undo a change inside a multi. Callers check a.undoing()
+// first: building the closure allocates, and outside a multi nothing undoes.
+func (a *applier) onUndo(f func()) { a.undo = append(a.undo, f) }
+
+func (a *applier) undoing() bool { return a.undo != nil }
 
 // Apply applies txn at zxid and returns its result. zxid must be above
 // LastZxid; otherwise nothing changes and the result is RuntimeInconsistency.
@@ -341,7 +341,9 @@ func (t *Tree) create(a *applier, op *Op) OpResult {
 	parent.st.cversion++
 	parent.st.pzxid = a.zxid
 	t.link(path, n)
-	a.onUndo(func() { t.unlink(path, n); parent.st = old })
+	if a.undoing() {
+		a.onUndo(func() { t.unlink(path, n); parent.st = old })
+	}
 	a.events = append(a.events, Event{EventNodeCreated, path}, Event{EventNodeChildrenChanged, parentPath})
 	r.Path, r.Stat = path, n.stat()
 	return r
@@ -378,7 +380,9 @@ func (t *Tree) remove(a *applier, path string, n *node) {
 		parent.st.pzxid = a.zxid
 	}
 	t.unlink(path, n)
-	a.onUndo(func() { t.link(path, n); parent.st = old })
+	if a.undoing() {
+		a.onUndo(func() { t.link(path, n); parent.st = old })
+	}
 	a.events = append(a.events, Event{EventNodeDeleted, path}, Event{EventNodeChildrenChanged, parentPath})
 }
 
@@ -403,10 +407,12 @@ func (t *Tree) setData(a *applier, op *Op) OpResult {
 	n.st.version++
 	n.st.mzxid, n.st.mtime = a.zxid, a.time
 	t.size += int64(len(op.Data) - len(oldData))
-	a.onUndo(func() {
-		t.size += int64(len(oldData) - len(n.data))
-		n.data, n.st = oldData, oldSt
-	})
+	if a.undoing() {
+		a.onUndo(func() {
+			t.size += int64(len(oldData) - len(n.data))
+			n.data, n.st = oldData, oldSt
+		})
+	}
 	a.events = append(a.events, Event{EventNodeDataChanged, op.Path})
 	r.Stat = n.stat()
 	return r

@@ -248,6 +248,29 @@ func TestBadPaths(t *testing.T) {
 	}
 }
 
+// TestPlainPathAgrees: the one-pass check accepts only what the full check accepts,
+// and accepts the plain paths, over every path of up to 4 bytes from a small alphabet.
+func TestPlainPathAgrees(t *testing.T) {
+	alphabet := []string{"/", ".", "a", " ", "~", "\x00", "\x7f", "\xc3\xbc"}
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		plain, err := plainPath(p), checkPath(p)
+		if plain && err != nil {
+			t.Errorf("plainPath(%q) accepts what checkPath rejects: %v", p, err)
+		}
+		if !plain && err == nil && strings.Trim(p, "/.a ~") == "" && strings.HasPrefix(p, "/") && len(p) > 1 {
+			t.Errorf("plainPath(%q) rejects a plain valid path", p)
+		}
+		if depth == 4 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(p+c, depth+1)
+		}
+	}
+	walk("", 0)
+}
+
 func TestEphemeralsAndCloseSession(t *testing.T) {
 	h := newHarness(t)
 	const s1, s2 = 0x100, 0x200

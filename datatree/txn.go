@@ -112,8 +112,16 @@ func appendOp(b []byte, op *Op) []byte {
 // Unmarshal decodes what Marshal produced. Any malformed input gives an error
 // wrapping ErrTxnCorrupt (never a panic, never a huge allocation). Paths are
 // not validated here: Apply does that, deterministically, as BadArguments.
-func (t *Txn) Unmarshal(b []byte) error {
-	d := decoder{b: b}
+func (t *Txn) Unmarshal(b []byte) error { return t.unmarshal(b, false) }
+
+// UnmarshalShared is Unmarshal without copies: the byte fields of t alias b, which
+// must never change afterwards. Committed transactions are such buffers (zab and
+// storage allocate each one and never write to it again), and a replica applies
+// every one of them: a copy per transaction per replica is what this saves.
+func (t *Txn) UnmarshalShared(b []byte) error { return t.unmarshal(b, true) }
+
+func (t *Txn) unmarshal(b []byte, shared bool) error {
+	d := decoder{b: b, shared: shared}
 	if v := d.byte("version"); d.err == nil && v != txnVersion {
 		return fmt.Errorf("%w: unknown version %d", ErrTxnCorrupt, v)
 	}
@@ -139,9 +147,10 @@ func UnmarshalTxn(b []byte) (Txn, error) {
 }
 
 type decoder struct {
-	b   []byte
-	off int // bytes consumed, for messages
-	err error
+	b      []byte
+	off    int // bytes consumed, for messages
+	err    error
+	shared bool // byte fields alias b instead of copying it
 }
 
 func (d *decoder) fail(field string, err error) {
@@ -198,13 +207,17 @@ func (d *decoder) int32(field string) int32 {
 	return int32(v)
 }
 
-func (d *decoder) uvarint(field string) uint64 {
+func (d *decoder) uvarint(field string) uint64 { return d.uvarintOf(field, "") }
+
+// uvarintOf reads a uvarint; an error names field+suffix (joined only then: decoding
+// is hot, and concatenation allocates).
+func (d *decoder) uvarintOf(field, suffix string) uint64 {
 	if d.err != nil {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
 	if n <= 0 {
-		d.fail(field, errors.New("bad uvarint"))
+		d.fail(field+suffix, errors.New("bad uvarint"))
 		return 0
 	}
 	d.b, d.off = d.b[n:], d.off+n
@@ -212,13 +225,16 @@ func (d *decoder) uvarint(field string) uint64 {
 }
 
 func (d *decoder) bytes(field string) []byte {
-	n := d.uvarint(field + " length")
+	n := d.uvarintOf(field, " length")
 	if d.err == nil && n > uint64(len(d.b)) {
 		d.fail(field, fmt.Errorf("length %d exceeds the %d bytes left", n, len(d.b)))
 	}
 	p := d.take(int(n), field)
-	if p == nil {
+	if len(p) == 0 {
 		return nil
+	}
+	if d.shared {
+		return p[:len(p):len(p)]
 	}
 	return append([]byte(nil), p...) // the tree keeps it; do not alias the caller's buffer
 }

@@ -4,7 +4,9 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/polebench/polebench/score"
@@ -87,7 +89,6 @@ func Analyze(t *topology.Topology, live []int) (*Analysis, error) {
 func (a *Analysis) lead(l int, thetaC float64, rates map[int]float64) Leading {
 	t := a.Topo
 	out := Leading{Leader: l, LatencyByDC: map[string]float64{}}
-	var sum, weight, plain float64
 	loaded := false
 	for _, dc := range t.DCs() {
 		var lat float64
@@ -107,23 +108,34 @@ func (a *Analysis) lead(l int, thetaC float64, rates map[int]float64) Leading {
 		if n == 0 {
 			continue
 		}
-		lat /= float64(n)
-		out.LatencyByDC[dc.Name] = lat
-		sum += lat * t.Rates[dc.Name]
-		weight += t.Rates[dc.Name]
-		plain += lat
+		out.LatencyByDC[dc.Name] = lat / float64(n)
 	}
-	if weight > 0 {
-		out.Mean = sum / weight
-	} else {
-		out.Mean = plain / float64(len(out.LatencyByDC))
-	}
+	out.Mean = weighMean(t, out.LatencyByDC)
 	if !loaded {
 		for _, r := range a.Live {
 			out.Worst = math.Max(out.Worst, t.RTT(r, l)+thetaC)
 		}
 	}
 	return out
+}
+
+// weighMean is the mean of the DCs' latencies weighted by their rates (equally when no
+// DC has load).
+func weighMean(t *topology.Topology, byDC map[string]float64) float64 {
+	var sum, weight, plain float64
+	for _, dc := range slices.Sorted(maps.Keys(byDC)) { // one order: the same sum every time
+		lat := byDC[dc]
+		sum += lat * t.Rates[dc]
+		weight += t.Rates[dc]
+		plain += lat
+	}
+	if weight > 0 {
+		return sum / weight
+	}
+	if len(byDC) == 0 {
+		return 0
+	}
+	return plain / float64(len(byDC))
 }
 
 func (a *Analysis) live(id int) bool {

@@ -80,14 +80,15 @@ func LinkSeed(planSeed int64, from, to int) uint64 {
 // Loss is not modelled (TCP would turn it into delay).
 type DelayLine struct {
 	sampler *Sampler
-	rtt     time.Duration
+	rtt     int64 // ns
 	window  float64
 	rate    float64 // bytes/s, 0 for none
 
-	lastSent time.Time
-	tat      time.Time // the window bucket's theoretical arrival time (GCRA)
-	busy     time.Time // the serializer is busy until then
-	last     time.Time // the previous message's delivery
+	// Times in ns on the caller's clock (ScheduleNS), or Unix ns (Schedule).
+	lastSent int64
+	tat      int64 // the window bucket's theoretical arrival time (GCRA)
+	busy     int64 // the serializer is busy until then
+	last     int64 // the previous message's delivery
 }
 
 // NewDelayLine models l with a window of window bytes (<= 0: DefaultWindowBytes) and
@@ -100,7 +101,7 @@ func NewDelayLine(l Link, window int, seed uint64) (*DelayLine, error) {
 	if window <= 0 {
 		window = DefaultWindowBytes
 	}
-	return &DelayLine{sampler: s, rtt: 2 * l.Delay, window: float64(window), rate: float64(l.RateBytesPerSec)}, nil
+	return &DelayLine{sampler: s, rtt: int64(2 * l.Delay), window: float64(window), rate: float64(l.RateBytesPerSec)}, nil
 }
 
 // DelayLine returns the model of the link from one server to another under p, seeded
@@ -113,14 +114,7 @@ func (p Plan) DelayLine(from, to int) (*DelayLine, error) {
 	return NewDelayLine(l, p.Window(), LinkSeed(p.Seed, from, to))
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+func seconds(s float64) int64 { return int64(math.Round(s * float64(time.Second))) }
 
 // Deliver returns when a message of size bytes sent at sent arrives. Calls must come
 // in sending order; a send time earlier than the previous one counts as equal to it.
@@ -133,21 +127,36 @@ func (d *DelayLine) Deliver(sent time.Time, size int) time.Time {
 // window, or the rate, lets it onto the wire: until then it is the sender's, and dies
 // with it) and when it arrives. Both are non-decreasing over calls.
 func (d *DelayLine) Schedule(sent time.Time, size int) (depart, arrive time.Time) {
+	dep, at := d.ScheduleNS(sent.UnixNano(), size)
+	return time.Unix(0, dep), time.Unix(0, at)
+}
+
+// ScheduleNS is Schedule on a clock of int64 nanoseconds (any origin, the same for
+// every call), for callers that keep time that way: the simulator, the links' own
+// monotonic clock.
+func (d *DelayLine) ScheduleNS(sent int64, size int) (depart, arrive int64) {
 	size = max(size, 0)
-	t := later(sent, d.lastSent)
+	t := max(sent, d.lastSent)
 	d.lastSent = t
 	depart = t
 	if d.rtt > 0 {
 		// GCRA with rate window/RTT and tolerance RTT: a window of burst.
-		cost := seconds(float64(size) / d.window * d.rtt.Seconds())
-		d.tat = later(d.tat, t).Add(cost)
-		depart = later(t, d.tat.Add(-d.rtt))
+		cost := seconds(float64(size) / d.window * float64(d.rtt) / float64(time.Second))
+		d.tat = max(d.tat, t) + cost
+		depart = max(t, d.tat-d.rtt)
 	}
 	if d.rate > 0 {
-		depart = later(depart, d.busy).Add(seconds(float64(size) / d.rate))
+		depart = max(depart, d.busy) + seconds(float64(size)/d.rate)
 		d.busy = depart
 	}
-	at := depart.Add(max(d.sampler.Next(), 0))
-	d.last = later(at, d.last)
+	at := depart + max(int64(d.sampler.Next()), 0)
+	d.last = max(at, d.last)
 	return depart, d.last
 }
+
+// Last is when the latest message scheduled on the line arrives: a stream's close is
+// noticed after it.
+func (d *DelayLine) Last() time.Time { return time.Unix(0, d.last) }
+
+// LastNS is Last on ScheduleNS's clock.
+func (d *DelayLine) LastNS() int64 { return d.last }

@@ -228,7 +228,7 @@ func TestDelayLine(t *testing.T) {
 		{"queued behind a transfer", fixed, []struct {
 			at   time.Duration
 			size int
-		}{{0, 3 * w}, {ms(1), 100}}, []time.Duration{ms(10 + 2*20), ms(10+2*20) + seconds(100.0/w*0.02)}},
+		}{{0, 3 * w}, {ms(1), 100}}, []time.Duration{ms(10 + 2*20), ms(10+2*20) + time.Duration(seconds(100.0/w*0.02))}},
 		{"window refills with time", fixed, []struct {
 			at   time.Duration
 			size int

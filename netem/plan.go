@@ -130,6 +130,19 @@ func (p Plan) Servers() []int {
 	return slices.Compact(ids)
 }
 
+// Among returns the plan restricted to the links between the given servers: what a
+// server can install while it knows only some of its peers' addresses.
+func (p Plan) Among(ids []int) Plan {
+	q := p
+	q.Links = nil
+	for _, l := range p.Links {
+		if slices.Contains(ids, l.From) && slices.Contains(ids, l.To) {
+			q.Links = append(q.Links, l)
+		}
+	}
+	return q
+}
+
 // Window is the plan's window in bytes, DefaultWindowBytes if unset.
 func (p Plan) Window() int {
 	if p.WindowBytes == 0 {
@@ -227,4 +240,23 @@ func WritePlan(path string, p Plan) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// Cut returns a copy of p whose links between the given pairs drop every packet,
+// both ways: a partition as the kernel applies it (a netem leaf with 100 % loss,
+// its own class since loss is part of what makes links share one). Healing is
+// applying the plan without the cut.
+func (p Plan) Cut(pairs [][2]int) Plan {
+	cut := map[[2]int]bool{}
+	for _, pr := range pairs {
+		cut[pr], cut[[2]int{pr[1], pr[0]}] = true, true
+	}
+	q := p
+	q.Links = slices.Clone(p.Links)
+	for i, l := range q.Links {
+		if cut[[2]int{l.From, l.To}] {
+			q.Links[i].LossPct = 100
+		}
+	}
+	return q
 }

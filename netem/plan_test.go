@@ -1,12 +1,17 @@
 package netem
 
 import (
+	"context"
 	"flag"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/polebench/polebench/topology"
 )
@@ -126,5 +131,98 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 	if _, err := ReadPlan(filepath.Join(t.TempDir(), "missing.json")); err == nil {
 		t.Error("ReadPlan of a missing file")
+	}
+}
+
+func TestPlanCut(t *testing.T) {
+	p := NewPlan(twoDC(t), DefaultOptions(5))
+	c := p.Cut([][2]int{{1, 3}, {2, 3}})
+	for _, l := range c.Links {
+		cut := (l.From <= 2 && l.To == 3) || (l.To <= 2 && l.From == 3)
+		orig, _ := p.Link(l.From, l.To)
+		if want := map[bool]float64{true: 100, false: 0}[cut]; l.LossPct != want {
+			t.Errorf("p%d->p%d loss %v%%; want %v", l.From, l.To, l.LossPct, want)
+		}
+		if orig.LossPct != 0 || orig.Delay != l.Delay {
+			t.Errorf("p%d->p%d: Cut changed the original plan or the delay", l.From, l.To)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// p1's tree gets the cut peer in a class of its own, dropping everything.
+	addrs := map[int]netip.Addr{}
+	for id := 1; id <= 5; id++ {
+		addrs[id] = netip.AddrFrom4([4]byte{10, 0, 0, byte(id)})
+	}
+	s, err := spec(Target{Self: 1, Addrs: addrs}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped [][]int
+	for _, l := range s.Leaves {
+		if l.Params.Loss == lossScaled(100) {
+			dropped = append(dropped, l.Servers)
+		}
+	}
+	if fmt.Sprint(dropped) != "[[3]]" {
+		t.Errorf("leaves with 100%% loss in p1's tree: %v; want [[3]]", dropped)
+	}
+}
+
+// A server that knows only some peers' addresses installs the plan among them: a
+// valid plan whose tree filters exactly those peers, with their delays.
+func TestPlanAmong(t *testing.T) {
+	p := NewPlan(twoDC(t), DefaultOptions(5))
+	q := p.Among([]int{1, 3, 4})
+	if err := q.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(q.Servers()); got != "[1 3 4]" {
+		t.Fatalf("servers %s, want [1 3 4]", got)
+	}
+	if len(q.Links) != 6 || len(p.Links) != 20 {
+		t.Fatalf("%d links among 3 servers (want 6); the original has %d (want 20)", len(q.Links), len(p.Links))
+	}
+	s, err := spec(Target{Self: 1, Addrs: map[int]netip.Addr{3: netip.MustParseAddr("10.0.0.3"), 4: netip.MustParseAddr("10.0.0.4")}}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Leaves) != 1 || fmt.Sprint(s.Leaves[0].Servers) != "[3 4]" || len(s.Filters) != 2 {
+		t.Fatalf("p1's tree among p3, p4: %+v", s)
+	}
+	if want, _ := p.Link(1, 3); s.Leaves[0].Params.Latency != want.Delay {
+		t.Errorf("leaf delay %v, want the plan's %v", s.Leaves[0].Params.Latency, want.Delay)
+	}
+	if got := p.Among([]int{2}); len(got.Links) != 0 {
+		t.Errorf("a plan among one server has %d links", len(got.Links))
+	}
+}
+
+// ProbeHere probes in the caller's own namespace; it must leave no interface there.
+func TestProbeHereLeavesNothing(t *testing.T) {
+	needRoot(t)
+	before, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ProbeHere(context.Background())
+	t.Logf("ProbeHere: %v", err)
+	if err != nil && !strings.HasPrefix(err.Error(), "kernel lacks ") {
+		t.Errorf("ProbeHere failed for a reason other than the kernel: %v", err)
+	}
+	if err != nil && Probe(context.Background()) == nil {
+		t.Errorf("Probe passes but ProbeHere fails: %v", err)
+	}
+	after, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		var names []string
+		for _, l := range after {
+			names = append(names, l.Attrs().Name)
+		}
+		t.Errorf("%d interfaces before ProbeHere, %d after: %v", len(before), len(after), names)
 	}
 }

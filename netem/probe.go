@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -55,16 +56,37 @@ func Probe(ctx context.Context) error {
 		return fmt.Errorf("netem probe: cannot create a scratch network namespace (needs root): %w", err)
 	}
 	defer ns.Close() // the last reference: the kernel removes the namespace and its veths
+	return probeIn(ctx, ns, "probe0", "probe1", false)
+}
+
+// ProbeHere is Probe for a process that may not create namespaces but may configure
+// its own (a container or pod with CAP_NET_ADMIN only, such as a replica that applies
+// its own links): the throwaway veth pair lives in the caller's network namespace,
+// named after the process, for as long as the probe takes.
+func ProbeHere(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a := fmt.Sprintf("pbprobe%d", os.Getpid()%1e7)
+	return probeIn(ctx, netns.None(), a, a+"p", true)
+}
+
+// probeIn installs the probe's tree on a new veth pair in ns; remove deletes the pair
+// afterwards (a scratch namespace takes it along when it goes).
+func probeIn(ctx context.Context, ns netns.NsHandle, dev, peer string, remove bool) error {
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
-		return fmt.Errorf("netem probe: netlink in scratch namespace: %w", err)
+		return fmt.Errorf("netem probe: netlink: %w", err)
 	}
 	defer h.Close()
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: dev}, PeerName: peer}
 	if err := h.LinkAdd(veth); err != nil {
-		return fmt.Errorf("netem probe: cannot create a veth pair: %w", err)
+		return fmt.Errorf("netem probe: cannot create a veth pair (needs CAP_NET_ADMIN): %w", err)
 	}
-	tg := Target{NS: ns, Dev: "probe0", Self: 1, Addrs: map[int]netip.Addr{2: netip.MustParseAddr("192.0.2.2")}}
+	if remove {
+		defer h.LinkDel(veth) // takes its peer along
+	}
+	tg := Target{NS: ns, Dev: dev, Self: 1, Addrs: map[int]netip.Addr{2: netip.MustParseAddr("192.0.2.2")}}
 	p := Plan{Links: []Link{
 		{From: 1, To: 2, Delay: 5 * time.Millisecond, Jitter: 100 * time.Microsecond, Dist: DistPareto},
 		{From: 2, To: 1, Delay: 5 * time.Millisecond, Jitter: 100 * time.Microsecond, Dist: DistPareto},

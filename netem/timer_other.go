@@ -17,8 +17,8 @@ type wakeTimer struct {
 
 func newWakeTimer() (*wakeTimer, error) { return &wakeTimer{stop: make(chan struct{})}, nil }
 
-func (t *wakeTimer) sleepUntil(at time.Time) error {
-	tm := time.NewTimer(time.Until(at))
+func (t *wakeTimer) sleepUntil(at int64) error {
+	tm := time.NewTimer(time.Duration(at - Now()))
 	defer tm.Stop()
 	select {
 	case <-tm.C:

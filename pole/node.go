@@ -532,6 +532,15 @@ func (n *Node) onPropose(j int, e uint64, p Proposal) {
 // own vote keeps the guarantee line 60 is there for and aligns the late process with
 // the leader; ZooKeeper's election does the same for processes outside the election
 // (votes grouped by leader, checkLeader).
+//
+// Line 65 counts the voter toward the election timer's quorum only when it votes for
+// the process's own best proposal. Counted whatever it voted for, the followers of
+// one leader complete the election of another: two minorities that each lead in turn
+// (after a partition, say) elect their own leader with the other's votes, lose it for
+// want of a quorum, and do it again, in step, forever (the simulator's random fault
+// schedules found it: sim.TestCheckConverges). A voter for another
+// leader is alive but not a supporter: the process waits for proposals or for a
+// quorum of votes, and retries, until the other leader falls and its followers join.
 func (n *Node) onVote(j int, e uint64, l int) {
 	n.voteSet[vote{epoch: e, leader: l, from: j}] = true // line 55
 	voters := map[int]bool{}
@@ -551,7 +560,9 @@ func (n *Node) onVote(j int, e uint64, l int) {
 		n.elect(l)    // lines 62-63
 		return
 	}
-	n.startTimer(j, false) // line 65
+	if l == n.proposal.ID {
+		n.startTimer(j, false) // line 65
+	}
 }
 
 // checkResign is the optional resignation of Sec. 5, run by the leader on Tick: every

@@ -346,8 +346,11 @@ func (c Combined) Gain(a, b Score) float64 {
 // and defers to Oracle afterwards: the harness's "initial leader p5". The score is
 // [1 if this process is Leader and knows no previous leader else 0, Oracle's score...].
 // In that first election the others' get-score waits (Sec. 5) until they hear of
-// Leader, or their monitor has heard from or given up on every peer: otherwise a
-// quorum that starts before Leader elects one of its own.
+// Leader: otherwise a quorum that starts before Leader elects one of its own. A
+// process that has committed something (zxid above 0) also stops waiting once its
+// monitor has heard from or given up on every peer; a fresh one waits for Leader
+// however long Leader takes to start (each server preloading 250 MB finishes seconds
+// apart from the others, far beyond the monitor's patience).
 // A server restarted with no memory of a leader would win again; the broadcast layer
 // normally makes it join the existing leader through votes first.
 type Initial struct {
@@ -358,7 +361,7 @@ type Initial struct {
 func (o Initial) Name() string { return o.Oracle.Name() }
 
 func (o Initial) Score(v View) (Score, bool) {
-	if v.PrevLeader == 0 && v.Self != o.Leader && !v.Ready {
+	if v.PrevLeader == 0 && v.Self != o.Leader && (v.Zxid == 0 || !v.Ready) {
 		if _, heard := v.Peers[o.Leader]; !heard {
 			return nil, false
 		}

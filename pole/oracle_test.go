@@ -249,7 +249,8 @@ func TestInitialWaitsForTheInitialLeader(t *testing.T) {
 	}{
 		{"first election, p5 not heard", View{Self: 4, Peers: map[int]PeerView{1: {}, 2: {}}}, false},
 		{"first election, p5 heard", View{Self: 4, Peers: map[int]PeerView{5: {RTT: 1}}}, true},
-		{"first election, monitor done without p5", View{Self: 4, Ready: true}, true},
+		{"first election, monitor done without p5, fresh", View{Self: 4, Ready: true}, false},
+		{"first election, monitor done without p5, has committed", View{Self: 4, Ready: true, Zxid: 1<<32 | 7}, true},
 		{"the initial leader itself", View{Self: 5}, true},
 		{"a later election", View{Self: 4, PrevLeader: 5}, true},
 	} {

@@ -38,11 +38,14 @@ type sim struct {
 	// fdTicks > 0 turns on the failure detector. A follower whose leader crashed or
 	// does not lead calls NewElection after fdTicks ticks (a dropped connection: every
 	// follower notices at about the same time). A leader without a quorum of followers
-	// gives up after a random [fdTicks, 2*fdTicks) ticks. That randomness matters: with
-	// a fixed timeout two processes of a bare quorum can elect themselves in turn
-	// forever, each counting the other's vote (line 65) while the other leads alone;
-	// raft randomizes its election timeout for the same reason.
+	// gives up after a random [fdTicks, 2*fdTicks) ticks, or after exactly fdTicks if
+	// fixedFD (as poled's broadcast layer does). With a fixed timeout and line 65 read
+	// literally (a vote for any leader counts toward the election timer), two
+	// minorities can elect themselves in turn forever, each with the other's votes
+	// while the other leads alone (sim's TestCheckConverges has such schedules); onVote
+	// counts only votes for its own proposal instead.
 	fdTicks  int
+	fixedFD  bool
 	bad      map[int]int
 	badLimit map[int]int
 
@@ -207,7 +210,10 @@ func (s *sim) detect(id int) {
 		}
 		ok = followers >= score.Quorum(len(s.ids))
 		if !ok && s.bad[id] == 0 {
-			s.badLimit[id] = s.fdTicks + s.rng.Intn(s.fdTicks)
+			s.badLimit[id] = s.fdTicks
+			if !s.fixedFD {
+				s.badLimit[id] += s.rng.Intn(s.fdTicks)
+			}
 		}
 		limit = s.badLimit[id]
 	default:

@@ -6,7 +6,11 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+	"strconv"
 )
+
+// maxTracePage bounds the marks one GET /trace returns (6 MB).
+const maxTracePage = 1 << 18
 
 // Status is what GET /status returns.
 type Status struct {
@@ -19,6 +23,7 @@ type Status struct {
 	LastZxid  uint64       `json:"last_zxid"`
 	Committed uint64       `json:"committed"`
 	Peers     []PeerStatus `json:"peers"`
+	Links     LinkStatus   `json:"links"`
 }
 
 // PeerStatus is the heartbeat monitor's view of a peer: the RTT a run actually saw.
@@ -55,7 +60,8 @@ func (n *Node) Cut(c Cut) {
 func (n *Node) Status() Status {
 	s := n.status.Load()
 	st := Status{ID: n.cfg.ID, Role: s.zab.Role.String(), Serving: s.zab.Serving, Leader: int(s.zab.Leader),
-		Epoch: s.zab.Epoch, Election: s.epoch, LastZxid: uint64(s.zab.LastZxid), Committed: uint64(s.zab.Committed)}
+		Epoch: s.zab.Epoch, Election: s.epoch, LastZxid: uint64(s.zab.LastZxid), Committed: uint64(s.zab.Committed),
+		Links: n.Links()}
 	for _, p := range s.peers {
 		st.Peers = append(st.Peers, PeerStatus{ID: p.ID, Alive: p.Alive, RTTms: p.RTT, Rate: p.Rate, Samples: p.Samples})
 	}
@@ -70,6 +76,19 @@ func (n *Node) adminHandler() http.Handler {
 	}
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.timeline.Events()) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { reply(w, n.Status()) })
+	mux.HandleFunc("GET /trace", func(w http.ResponseWriter, r *http.Request) {
+		if n.trace == nil {
+			http.Error(w, "trace: this server does not record one (poled --trace)", http.StatusNotFound)
+			return
+		}
+		from, err := strconv.ParseUint(r.URL.Query().Get("from"), 10, 64)
+		if err != nil {
+			http.Error(w, "trace: from: want the sequence number to read from", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(n.trace.Since(from, maxTracePage).AppendBinary(nil))
+	})
 	mux.HandleFunc("POST /cut", func(w http.ResponseWriter, r *http.Request) {
 		var c Cut
 		if err := json.NewDecoder(r.Body).Decode(&c); err != nil {

@@ -40,11 +40,7 @@ func (b *backend) Sync() <-chan error {
 	return out
 }
 
-func (b *backend) Read(fn func(t *datatree.Tree)) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	fn(b.tree)
-}
+func (b *backend) Read(fn func(t *datatree.Tree)) { b.d.Read(fn) }
 
 func (b *backend) Touch(id int64) {
 	select {

@@ -75,10 +75,18 @@ type Config struct {
 	// LinkPlan is a JSON netem.Plan file; when set, the peer transport delays what this
 	// server sends as the plan says (user-space emulation).
 	LinkPlan string `json:"link_plan,omitempty"`
+	// LinkMode says how the plan is applied: LinksUserSpace ("", the default),
+	// LinksKernel (on this server's own interface) or LinksAuto (kernel when it can).
+	LinkMode string `json:"link_mode,omitempty"`
+	// LinkDev is the interface kernel links go on; empty: the one that routes to the peers.
+	LinkDev string `json:"link_dev,omitempty"`
 	// ListenHost, if set, is the address the ports are bound on instead of this
 	// server's own host: 0.0.0.0 in a container whose interface is plugged in after
 	// it starts.
 	ListenHost string `json:"listen_host,omitempty"`
+	// Trace records the steps of every write (package trace) for GET /trace: the
+	// latency anatomy of a run. Off by default: it costs a few marks per write.
+	Trace bool `json:"trace,omitempty"`
 }
 
 // Defaults fills unset fields.
@@ -144,6 +152,17 @@ func (c *Config) Validate() error {
 		if !ids[id] {
 			bad("servers", "ids must be exactly 1..%d; %d is missing", len(c.Servers), id)
 		}
+	}
+	switch c.LinkMode {
+	case "", LinksUserSpace, LinksKernel, LinksAuto:
+		if c.LinkMode != "" && c.LinkPlan == "" {
+			bad("link_mode", "%q without a link_plan", c.LinkMode)
+		}
+	default:
+		bad("link_mode", "%q is not %s, %s or %s", c.LinkMode, LinksUserSpace, LinksKernel, LinksAuto)
+	}
+	if c.LinkDev != "" && (c.LinkMode == "" || c.LinkMode == LinksUserSpace) {
+		bad("link_dev", "only for link_mode %s or %s", LinksKernel, LinksAuto)
 	}
 	if c.ListenHost != "" && net.ParseIP(c.ListenHost) == nil {
 		bad("listen_host", "%q is not an IP address", c.ListenHost)

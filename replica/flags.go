@@ -46,7 +46,10 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	fs.IntVar(&c.SnapWindow, "snap-window", c.SnapWindow, "recent transactions kept for DIFFs (default 500)")
 	fs.IntVar(&c.PreloadMB, "preload-mb", c.PreloadMB, "fill a fresh server with this many MB of deterministic data")
 	fs.StringVar(&c.ListenHost, "listen-host", c.ListenHost, "address to bind the ports on instead of this server's host (e.g. 0.0.0.0)")
+	fs.BoolVar(&c.Trace, "trace", c.Trace, "record the steps of every write for GET /trace (the latency anatomy of a run)")
 	fs.StringVar(&c.LinkPlan, "link-plan", c.LinkPlan, "JSON link plan (netem.Plan) applied in user space to what this server sends")
+	fs.StringVar(&c.LinkMode, "link-mode", c.LinkMode, "how the link plan is applied: user-space (default), kernel (this server's own interface: CAP_NET_ADMIN and sch_netem), auto (kernel when it can)")
+	fs.StringVar(&c.LinkDev, "link-dev", c.LinkDev, "interface for kernel links (default: the one routing to the peers)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,12 @@ func TestParseFlags(t *testing.T) {
 		{"unknown server id", []string{"--config", file, "--id", "9"}, nil, "id: 9 is not one of the servers"},
 		{"bad file", []string{"--config", file + ".missing"}, nil, "no such file"},
 		{"stray argument", []string{"--config", file, "extra"}, nil, `unexpected argument "extra"`},
+		{"link mode", []string{"--config", file, "--link-plan", "/p.json", "--link-mode", "auto", "--link-dev", "eth0"}, func(c *Config) bool {
+			return c.LinkMode == LinksAuto && c.LinkDev == "eth0"
+		}, ""},
+		{"unknown link mode", []string{"--config", file, "--link-plan", "/p.json", "--link-mode", "tc"}, nil, `link_mode: "tc" is not user-space, kernel or auto`},
+		{"link mode without a plan", []string{"--config", file, "--link-mode", "kernel"}, nil, `link_mode: "kernel" without a link_plan`},
+		{"link dev in user space", []string{"--config", file, "--link-plan", "/p.json", "--link-dev", "eth0"}, nil, "link_dev: only for link_mode kernel or auto"},
 	} {
 		cfg, err := ParseFlags("poled", c.args, io.Discard)
 		switch {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/pole"
 	"github.com/polebench/polebench/storage"
+	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/transport"
 	"github.com/polebench/polebench/zab"
 	"github.com/polebench/polebench/zkserver"
@@ -39,7 +39,7 @@ type Listeners struct {
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
-	start time.Time // the monotonic origin of the cores' clock
+	start time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -51,13 +51,11 @@ type Node struct {
 	admin          *http.Server
 
 	store *storage.Store
-	elect *pole.Node
-	bcast *zab.Node
+	d     *Driver // the cores and what their output means; owned by run
 
-	// mu guards tree: the loop applies under the write lock, clients read under the
-	// read lock (zkserver's Backend contract).
-	mu   sync.RWMutex
-	tree *datatree.Tree
+	// How the links are emulated; kernel is set when this server installs them itself.
+	links  atomic.Pointer[LinkStatus]
+	kernel *kernelLinks
 
 	submits chan submit
 	touches chan int64
@@ -68,16 +66,11 @@ type Node struct {
 	status   atomic.Pointer[nodeStatus]
 
 	timeline *event.Timeline
+	trace    *trace.Log // nil unless cfg.Trace
 
 	// Loop-owned state.
-	nextReq   uint64
-	pending   map[uint64]chan zkserver.Outcome
-	results   resultCache
-	tracker   *zkserver.SessionTracker // leader only
-	touched   map[int64]bool           // follower: touches to forward
-	clientReq int                      // client writes since the last rate sample
-	rate      float64
-	lastRate  time.Time
+	tracker *zkserver.SessionTracker // leader only
+	touched map[int64]bool           // follower: touches to forward
 }
 
 type submit struct {
@@ -107,11 +100,11 @@ func Start(ctx context.Context, cfg Config, lns Listeners, log *slog.Logger) (*N
 		cfg: cfg, log: log, start: time.Now(),
 		submits: make(chan submit, 4096), touches: make(chan int64, 4096),
 		held: map[int][]heldSend{}, snapDone: make(chan snapDone),
-		pending: map[uint64]chan zkserver.Outcome{}, touched: map[int64]bool{},
-		timeline: event.NewTimeline(cfg.ID),
+		touched: map[int64]bool{}, timeline: event.NewTimeline(cfg.ID),
 	}
-	// Request ids must be unique across restarts: the start time in ms, then a counter.
-	n.nextReq = uint64(n.start.UnixMilli()) << 20
+	if cfg.Trace {
+		n.trace = trace.NewLog(0, netem.At(n.start))
+	}
 	n.ctx, n.cancel = context.WithCancel(ctx)
 	if err := n.open(lns); err != nil {
 		n.cancel()
@@ -130,17 +123,22 @@ func (n *Node) open(lns Listeners) error {
 	if err != nil {
 		return err
 	}
-	if err := n.buildCores(restored.Persisted); err != nil {
+	if n.d, err = NewDriver(n.cfg, restored.Persisted, restored.Tree, (*driverIO)(n), n.log); err != nil {
 		return err
 	}
+	// Request ids must be unique across restarts: the start time in ms, then a counter.
+	n.d.SetRequestBase(uint64(n.start.UnixMilli()) << 20)
 	if err := n.listen(lns); err != nil {
 		return err
 	}
-	links, err := n.linkSchedule()
+	links, err := n.setupLinks()
 	if err != nil {
 		return err
 	}
 	n.startTransports(links)
+	if n.kernel != nil {
+		n.wg.Go(func() { n.kernel.run(n.ctx) })
+	}
 	return n.startServers()
 }
 
@@ -156,51 +154,19 @@ func (n *Node) openStore() (*storage.Restored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", cfg.DataDir, err)
 	}
-	n.tree = restored.Tree
-	fresh := len(restored.Persisted.Log) == 0 && restored.Persisted.Snapshot == 0 && !n.tree.Exists("/preload")
+	tree := restored.Tree
+	fresh := len(restored.Persisted.Log) == 0 && restored.Persisted.Snapshot == 0 && !tree.Exists("/preload")
 	if fresh && cfg.PreloadMB > 0 {
 		// Every server preloads the same deterministic tree at zxid 0, so the
 		// ensemble starts identical; the snapshot makes it survive a restart.
 		t0 := time.Now()
-		n.tree.Preload(int64(cfg.PreloadMB) << 20)
-		if _, err := st.Snapshot(n.tree); err != nil {
+		tree.Preload(int64(cfg.PreloadMB) << 20)
+		if _, err := st.Snapshot(tree); err != nil {
 			return nil, fmt.Errorf("snapshot of the preloaded tree: %w", err)
 		}
-		n.log.Info("preloaded", "mb", cfg.PreloadMB, "nodes", n.tree.NodeCount(), "took", time.Since(t0))
+		n.log.Info("preloaded", "mb", cfg.PreloadMB, "nodes", tree.NodeCount(), "took", time.Since(t0))
 	}
 	return &restored, nil
-}
-
-// buildCores makes the broadcast core from the persisted state and the election core
-// with the configured oracle.
-func (n *Node) buildCores(persisted zab.Persisted) error {
-	cfg := n.cfg
-	var ids []int
-	for _, p := range cfg.Servers {
-		ids = append(ids, p.ID)
-	}
-	tick := time.Duration(cfg.Tick)
-	zc := zab.DefaultConfig(cfg.ID, ids, tick)
-	zc.Window, zc.FetchFrom, zc.Logger = cfg.SnapWindow, zab.FetchFirst, n.log.With("core", "zab")
-	var err error
-	if n.bcast, err = zab.New(zc, persisted); err != nil {
-		return fmt.Errorf("broadcast core: %w", err)
-	}
-	oracle, err := pole.FromConfig(cfg.Oracle)
-	if err != nil {
-		return fmt.Errorf("oracle: %w", err)
-	}
-	if cfg.InitialLeader != 0 {
-		oracle = pole.Initial{Leader: cfg.InitialLeader, Oracle: oracle}
-	}
-	pc := pole.DefaultConfig(cfg.ID, ids, oracle, tick)
-	pc.HeartbeatTicks = max(1, int(time.Duration(cfg.Heartbeat)/tick))
-	pc.Logger = n.log.With("core", "pole")
-	if n.elect, err = pole.NewNode(pc); err != nil {
-		return fmt.Errorf("election core: %w", err)
-	}
-	n.elect.SetZxid(uint64(n.bcast.Status().LastZxid))
-	return nil
 }
 
 // listen opens the listeners the caller did not hand over.
@@ -237,9 +203,11 @@ type userLinks struct {
 	closeDelay func(from int) time.Duration
 }
 
-// linkSchedule reads the user-space links from the configured plan; zero when the
-// network is real (or emulated by the kernel).
-func (n *Node) linkSchedule() (userLinks, error) {
+// setupLinks reads the configured plan and decides how to emulate it: in the kernel on
+// this server's own interface (n.kernel), or in user space (the schedule it returns;
+// zero when the network is real or emulated from outside).
+func (n *Node) setupLinks() (userLinks, error) {
+	n.links.Store(&LinkStatus{Mode: LinksNone})
 	if n.cfg.LinkPlan == "" {
 		return userLinks{}, nil
 	}
@@ -247,11 +215,25 @@ func (n *Node) linkSchedule() (userLinks, error) {
 	if err != nil {
 		return userLinks{}, fmt.Errorf("link plan: %w", err)
 	}
+	var reason string
+	if m := n.cfg.LinkMode; m == LinksKernel || m == LinksAuto {
+		err := kernelLinksUnavailable(n.ctx)
+		if err == nil {
+			n.kernel = newKernelLinks(n.cfg, plan, n.log.With("links", LinksKernel))
+			n.log.Info("kernel links from plan, on this server's own interface", "plan", n.cfg.LinkPlan, "mode", m)
+			return userLinks{}, nil
+		}
+		if m == LinksKernel {
+			return userLinks{}, fmt.Errorf("link_mode %s: %w", LinksKernel, err)
+		}
+		reason = "kernel links unavailable: " + err.Error()
+	}
+	n.links.Store(&LinkStatus{Mode: LinksUserSpace, Reason: reason})
 	sched, err := plan.Scheduler(n.cfg.ID)
 	if err != nil {
 		return userLinks{}, fmt.Errorf("link plan %s: %w", n.cfg.LinkPlan, err)
 	}
-	n.log.Info("user-space links from plan", "plan", n.cfg.LinkPlan)
+	n.log.Info("user-space links from plan", "plan", n.cfg.LinkPlan, "reason", reason)
 	return userLinks{
 		schedule: func(to int, ch transport.Channel, size int) (int64, int64, error) {
 			return sched.Schedule(to, int(ch), size)
@@ -293,7 +275,7 @@ func (n *Node) startServers() error {
 	n.zk, err = zkserver.New(zkserver.Config{
 		ServerID: int64(cfg.ID), Tick: time.Duration(cfg.Tick),
 		MinSessionTimeout: time.Duration(cfg.MinSessionTimeout), MaxSessionTimeout: time.Duration(cfg.MaxSessionTimeout),
-		Secret: secret[:], Logger: n.log.With("port", "client"),
+		Secret: secret[:], Logger: n.log.With("port", "client"), Replied: n.replied,
 	}, (*backend)(n))
 	if err != nil {
 		return fmt.Errorf("client port: %w", err)
@@ -326,6 +308,20 @@ func (n *Node) Stop() {
 	if n.store != nil {
 		n.store.Close()
 	}
+	if n.kernel != nil {
+		n.kernel.clear()
+	}
+}
+
+// Links says how this server's links are emulated.
+func (n *Node) Links() LinkStatus {
+	if n.kernel != nil {
+		return *n.kernel.status.Load()
+	}
+	if s := n.links.Load(); s != nil {
+		return *s
+	}
+	return LinkStatus{Mode: LinksNone}
 }
 
 func (n *Node) closeAll() {
@@ -353,42 +349,45 @@ func (n *Node) Done() <-chan struct{} { return n.ctx.Done() }
 // Timeline is the node's event log.
 func (n *Node) Timeline() *event.Timeline { return n.timeline }
 
-// now is the cores' monotonic clock.
-func (n *Node) now() time.Duration { return time.Since(n.start) }
+// now is the cores' clock: the host's monotonic clock (netem.Now), which the links'
+// arrival stamps, the trace's marks and the harness share.
+func (n *Node) now() time.Duration { return time.Duration(netem.Now()) }
 
-// run is the only goroutine that touches the cores and the store.
+// arrival is when a peer's message arrived, in the cores' clock.
+func arrival(m transport.Message) time.Duration { return time.Duration(m.At) }
+
+// replied marks a write's receipt and reply at the client port (zkserver.Config.Replied).
+func (n *Node) replied(zxid int64, recv time.Time) {
+	if n.trace == nil || zxid <= 0 {
+		return
+	}
+	n.trace.Add(trace.Mark{Zxid: uint64(zxid), At: netem.At(recv), Kind: trace.Recv})
+	n.trace.Add(trace.Mark{Zxid: uint64(zxid), At: netem.Now(), Kind: trace.Reply})
+}
+
+// run is the only goroutine that touches the driver and the store.
 func (n *Node) run() {
 	defer n.wg.Done()
 	tick := time.NewTicker(time.Duration(n.cfg.Tick))
 	defer tick.Stop()
-	// STARTED carries the last zxid restored from the data directory: a restarted
-	// server shows here that it came back with its old state.
-	n.timeline.Add(event.Event{Kind: event.Started, Zxid: uint64(n.bcast.Status().LastZxid)})
-	n.elect.NewElection()
-	n.lastRate = time.Now()
+	n.d.Start(n.now())
 	for {
-		n.drain()
+		n.d.Drain()
+		n.publish()
 		select {
 		case <-n.ctx.Done():
-			n.failPending(errors.New("server stopping"))
+			n.d.FailPending(errors.New("server stopping"))
 			return
 		case m := <-n.election.Recv():
-			var pm pole.Message
-			if err := pm.UnmarshalBinary(m.Payload); err != nil {
-				n.log.Warn("bad election message", "from", m.From, "err", err)
-				continue
-			}
-			if err := n.elect.Step(n.now(), pm); err != nil {
-				n.log.Warn("election message refused", "from", m.From, "err", err)
-			}
+			n.d.StepElection(arrival(m), m.From, m.Payload)
 		case m := <-n.peer.Recv():
 			n.onPeer(m)
 		case e := <-n.peer.Events():
 			switch {
 			case e.Closed:
-				n.bcast.Closed(e.Peer)
+				n.d.Closed(e.Peer)
 			case !e.Up:
-				n.bcast.Disconnected(e.Peer)
+				n.d.Disconnected(e.Peer)
 			}
 		case <-n.election.Events():
 		case s := <-n.submits:
@@ -398,12 +397,29 @@ func (n *Node) run() {
 		case id := <-n.touches:
 			n.touch(id)
 		case <-tick.C:
-			n.elect.Tick(n.now())
-			n.bcast.Tick()
+			n.d.Tick(n.now())
 			n.onTick()
+		}
+		// Group commit: step whatever broadcast messages and client writes are
+		// already queued before the next Drain, so that one Persist (one fsync with
+		// fsync on) and one Ready's messages cover them all, as ZooKeeper's
+		// SyncRequestProcessor batches its log flushes.
+	batch:
+		for range maxBatch {
+			select {
+			case m := <-n.peer.Recv():
+				n.onPeer(m)
+			case s := <-n.submits:
+				n.onSubmit(s)
+			default:
+				break batch
+			}
 		}
 	}
 }
+
+// maxBatch bounds the inputs one Drain covers, so a flood cannot hold back the ticks.
+const maxBatch = 1000
 
 // Peer channel frames start with a kind byte: a zab message, or session touches a
 // follower forwards to its leader (the leader owns session expiry).
@@ -418,18 +434,7 @@ func (n *Node) onPeer(m transport.Message) {
 	}
 	switch m.Payload[0] {
 	case frameZab:
-		var zm zab.Message
-		if err := zm.UnmarshalBinary(m.Payload[1:]); err != nil {
-			n.log.Warn("bad broadcast message", "from", m.From, "err", err)
-			return
-		}
-		if zm.From != m.From {
-			n.log.Warn("broadcast message with a forged sender", "from", m.From, "claims", zm.From)
-			return
-		}
-		if err := n.bcast.Step(zm); err != nil {
-			n.log.Warn("broadcast message refused", "from", m.From, "err", err)
-		}
+		n.d.StepZab(arrival(m), m.From, m.Payload[1:])
 	case frameTouches:
 		for b := m.Payload[1:]; len(b) >= 8; b = b[8:] {
 			n.touch(int64(binary.BigEndian.Uint64(b)))
@@ -438,21 +443,11 @@ func (n *Node) onPeer(m transport.Message) {
 }
 
 func (n *Node) onSubmit(s submit) {
-	if s.user {
-		n.clientReq++
-	}
-	data := s.txn.Marshal()
-	n.nextReq++
-	id := n.nextReq
-	if err := n.bcast.Propose(id, data); err != nil {
-		if s.ch != nil {
-			s.ch <- zkserver.Outcome{Err: err}
-		}
-		return
-	}
+	var done func(zkserver.Outcome)
 	if s.ch != nil {
-		n.pending[id] = s.ch
+		done = func(o zkserver.Outcome) { s.ch <- o }
 	}
+	n.d.Submit(s.txn, s.user, done)
 }
 
 func (n *Node) touch(id int64) {
@@ -463,19 +458,9 @@ func (n *Node) touch(id int64) {
 	n.touched[id] = true
 }
 
-// onTick runs the driver's periodic duties: theta_r, session touches and expiry.
+// onTick runs the client port's periodic duties: session touches and expiry.
 func (n *Node) onTick() {
-	if d := time.Since(n.lastRate); d >= time.Duration(n.cfg.Heartbeat) {
-		// theta_r: client writes per second, smoothed over a few heartbeats.
-		sample := float64(n.clientReq) / d.Seconds()
-		n.rate = 0.5*n.rate + 0.5*sample
-		if n.rate < 0.01 {
-			n.rate = sample
-		}
-		n.elect.SetRate(n.rate)
-		n.clientReq, n.lastRate = 0, time.Now()
-	}
-	st := n.bcast.Status()
+	st := n.d.Status()
 	if st.Role == zab.Following && st.Serving && len(n.touched) > 0 {
 		b := []byte{frameTouches}
 		for id := range n.touched {
@@ -492,99 +477,51 @@ func (n *Node) onTick() {
 	}
 }
 
-// drain hands both cores' output to the world until neither has any.
-func (n *Node) drain() {
-	for n.elect.HasReady() || n.bcast.HasReady() {
-		if n.elect.HasReady() {
-			n.electionReady(n.elect.Ready())
-		}
-		if n.bcast.HasReady() {
-			n.broadcastReady(n.bcast.Ready())
+// driverIO is the Node as its Driver sees it: sockets, files, the client port.
+type driverIO Node
+
+func (io *driverIO) SendElection(to int, b []byte) { io.election.Send(to, transport.Election, b) }
+func (io *driverIO) SendZab(m zab.Message)         { (*Node)(io).sendZab(m) }
+func (io *driverIO) SendSnapshot(m zab.Message, v *datatree.View) {
+	(*Node)(io).sendSnapshot(m, v)
+}
+func (io *driverIO) Persist(ops []zab.Op) (*datatree.Tree, error) { return io.store.Persist(ops) }
+func (io *driverIO) Record(e event.Event)                         { io.timeline.Add(e) }
+func (io *driverIO) Now() time.Duration                           { return (*Node)(io).now() }
+func (io *driverIO) Mark(m trace.Mark)                            { io.trace.Add(m) }
+func (io *driverIO) Fail(error)                                   { io.cancel() }
+
+func (io *driverIO) ResetPeers() {
+	for _, p := range io.cfg.Servers {
+		if p.ID != io.cfg.ID {
+			io.peer.Reset(p.ID)
 		}
 	}
-	n.elect.SetZxid(uint64(n.bcast.Status().LastZxid))
-	n.publish()
 }
 
-func (n *Node) electionReady(rd pole.Ready) {
-	for _, m := range rd.Messages {
-		b, err := m.MarshalBinary()
-		if err != nil {
-			n.log.Error("encode election message", "err", err)
-			continue
-		}
-		n.election.Send(m.To, transport.Election, b)
-	}
-	for _, e := range rd.Events {
-		switch e.Kind {
-		case pole.EventLooking:
-			n.timeline.Add(event.Event{Kind: event.Election, Epoch: e.Epoch, Zxid: uint64(n.bcast.Status().LastZxid)})
-		case pole.EventLeader:
-			n.timeline.Add(event.Event{Kind: event.Elected, Epoch: e.Epoch, Leader: e.Leader})
-			if err := n.bcast.Elected(e.Leader); err != nil {
-				n.log.Error("elected leader refused", "err", err)
+func (io *driverIO) Applied(txn datatree.Txn, res datatree.Result) {
+	io.zk.Applied(txn, res)
+	(*Node)(io).trackSession(txn, res)
+}
+
+func (io *driverIO) Role(e zab.Event) {
+	n := (*Node)(io)
+	switch e.Type {
+	case zab.EventLooking:
+		n.tracker = nil
+		n.zk.CloseConnections()
+	case zab.EventLeading:
+		// A new leader starts every session's clock afresh, as ZooKeeper does. Role is
+		// called outside the tree's lock, so Read may take it.
+		n.tracker = zkserver.NewSessionTracker()
+		n.d.Read(func(t *datatree.Tree) {
+			for _, s := range t.Sessions() {
+				n.tracker.Add(s.ID, time.Duration(s.Timeout)*time.Millisecond, time.Now())
 			}
-		case pole.EventResign:
-			n.timeline.Add(event.Event{Kind: event.Resign, Epoch: e.Epoch})
-			n.bcast.StepDown("resigned (a better leader exists)")
-		}
+		})
+	case zab.EventFollowing:
+		n.tracker = nil
 	}
-}
-
-func (n *Node) broadcastReady(rd zab.Ready) {
-	for _, m := range rd.Messages {
-		if m.Type == zab.MsgSnap {
-			n.sendSnapshot(m)
-			continue
-		}
-		n.sendZab(m)
-	}
-	installed, err := n.store.Persist(rd.Persist)
-	if err != nil {
-		// A replica that cannot persist must not acknowledge anything: stop.
-		n.log.Error("persist failed; stopping", "err", err)
-		n.timeline.Add(event.Event{Kind: event.Failed, Reason: err.Error()})
-		n.cancel()
-		return
-	}
-	n.mu.Lock()
-	if installed != nil {
-		n.tree = installed
-		n.log.Info("installed snapshot", "zxid", installed.LastZxid(), "nodes", installed.NodeCount())
-	}
-	for _, t := range rd.Committed {
-		var txn datatree.Txn
-		if err := txn.Unmarshal(t.Data); err != nil {
-			n.log.Error("undecodable committed txn", "zxid", t.Zxid, "err", err)
-			continue
-		}
-		res := n.tree.Apply(t.Zxid, txn)
-		n.results.put(t.Zxid, res)
-		n.zk.Applied(txn, res)
-		n.trackSession(txn, res)
-	}
-	n.mu.Unlock()
-	for _, r := range rd.Results {
-		ch, ok := n.pending[r.ReqID]
-		if !ok {
-			continue
-		}
-		delete(n.pending, r.ReqID)
-		if r.Err != nil {
-			ch <- zkserver.Outcome{Err: r.Err}
-			continue
-		}
-		res, ok := n.results.get(r.Zxid)
-		if !ok {
-			ch <- zkserver.Outcome{Err: fmt.Errorf("result of %v no longer known", r.Zxid)}
-			continue
-		}
-		ch <- zkserver.Outcome{Result: res}
-	}
-	for _, e := range rd.Events {
-		n.onBroadcastEvent(e)
-	}
-	n.bcast.Advance()
 }
 
 func (n *Node) trackSession(txn datatree.Txn, res datatree.Result) {
@@ -596,36 +533,6 @@ func (n *Node) trackSession(txn datatree.Txn, res datatree.Result) {
 		n.tracker.Add(txn.Session, time.Duration(txn.Timeout)*time.Millisecond, time.Now())
 	case datatree.OpCloseSession:
 		n.tracker.Remove(txn.Session)
-	}
-}
-
-func (n *Node) onBroadcastEvent(e zab.Event) {
-	ev := event.Event{Kind: e.Type.Kind(), Epoch: uint64(e.Epoch), Leader: e.Leader, Zxid: uint64(e.Zxid), Reason: e.Reason}
-	n.timeline.Add(ev)
-	n.log.Info("broadcast", "event", e.String())
-	switch e.Type {
-	case zab.EventLooking:
-		n.tracker = nil
-		n.zk.CloseConnections()
-		n.failPending(zab.ErrLeaderChanged)
-		n.elect.NewElection()
-	case zab.EventLeading:
-		// A new leader starts every session's clock afresh, as ZooKeeper does.
-		n.tracker = zkserver.NewSessionTracker()
-		n.mu.RLock()
-		for _, s := range n.tree.Sessions() {
-			n.tracker.Add(s.ID, time.Duration(s.Timeout)*time.Millisecond, time.Now())
-		}
-		n.mu.RUnlock()
-	case zab.EventFollowing:
-		n.tracker = nil
-	}
-}
-
-func (n *Node) failPending(err error) {
-	for id, ch := range n.pending {
-		ch <- zkserver.Outcome{Err: err}
-		delete(n.pending, id)
 	}
 }
 
@@ -652,8 +559,7 @@ func (n *Node) sendZabNow(m zab.Message) {
 // tree's View costs Apply a few milliseconds even at 250 MB. Until the last chunk is
 // queued, whatever else the loop sends that peer waits in n.held, so the peer's FIFO
 // order stays the protocol's; the user-space link paces the chunks at window / RTT.
-func (n *Node) sendSnapshot(m zab.Message) {
-	v := n.tree.View()
+func (n *Node) sendSnapshot(m zab.Message, v *datatree.View) {
 	if q, busy := n.held[m.To]; busy {
 		n.held[m.To] = append(q, heldSend{send: func() { n.streamSnapshot(m, v) }, drop: v.Close})
 		return
@@ -671,18 +577,19 @@ func (n *Node) streamSnapshot(m zab.Message, v *datatree.View) {
 	n.held[m.To] = nil
 	t0 := time.Now()
 	go func() {
-		pr, pw := io.Pipe()
-		go func() {
-			pw.CloseWithError(v.Write(pw))
-			v.Close()
-		}()
+		defer v.Close()
 		chunks := 0
-		err := zab.StreamSnapshot(n.ctx, m, pr, 1<<20, func(c zab.Message) error {
+		w, err := zab.NewChunkWriter(m, 1<<20, func(c zab.Message) error {
 			chunks++
 			n.sendZabNow(c)
-			return nil
+			return n.ctx.Err()
 		})
-		pr.CloseWithError(errors.New("snapshot stream ended"))
+		if err == nil {
+			err = v.Write(w)
+		}
+		if err == nil {
+			err = w.Close()
+		}
 		if err == nil {
 			n.log.Info("snapshot queued", "peer", m.To, "zxid", m.Zxid, "chunks", chunks, "took", time.Since(t0))
 		}
@@ -711,7 +618,7 @@ func (n *Node) onSnapDone(d snapDone) {
 				h.drop()
 			}
 		}
-		n.bcast.Disconnected(d.peer)
+		n.d.Disconnected(d.peer)
 		return
 	}
 	for i, h := range q {
@@ -725,32 +632,6 @@ func (n *Node) onSnapDone(d snapDone) {
 
 // publish makes the loop's view readable by other goroutines.
 func (n *Node) publish() {
-	e, _ := n.elect.Leader()
-	n.status.Store(&nodeStatus{zab: n.bcast.Status(), epoch: e, peers: n.elect.Peers()})
-}
-
-// resultCache remembers recent apply results by zxid, so a Result can be matched
-// with what its transaction did.
-type resultCache struct {
-	m     map[zab.Zxid]datatree.Result
-	order []zab.Zxid
-}
-
-const resultCacheSize = 1 << 16
-
-func (c *resultCache) put(z zab.Zxid, r datatree.Result) {
-	if c.m == nil {
-		c.m = map[zab.Zxid]datatree.Result{}
-	}
-	c.m[z] = r
-	c.order = append(c.order, z)
-	if len(c.order) > resultCacheSize {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-}
-
-func (c *resultCache) get(z zab.Zxid) (datatree.Result, bool) {
-	r, ok := c.m[z]
-	return r, ok
+	e, peers := n.d.Election()
+	n.status.Store(&nodeStatus{zab: n.d.Status(), epoch: e, peers: peers})
 }

@@ -19,7 +19,7 @@ type quiet struct{}
 func (quiet) Printf(string, ...any) {}
 
 // ensemble reserves ports for n servers and returns their configs.
-func ensemble(t *testing.T, n int) ([]Config, []Listeners) {
+func ensemble(t testing.TB, n int) ([]Config, []Listeners) {
 	t.Helper()
 	var peers []Peer
 	var lns []Listeners
@@ -45,7 +45,7 @@ func ensemble(t *testing.T, n int) ([]Config, []Listeners) {
 	return cfgs, lns
 }
 
-func waitServing(t *testing.T, n *Node) {
+func waitServing(t testing.TB, n *Node) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !n.Status().Serving {

@@ -42,12 +42,17 @@ type nodeEvents struct {
 	nodes map[int][]event.Event
 }
 
-func (n *nodeEvents) fetch(ctx context.Context, s cluster.Server) {
+func (n *nodeEvents) fetch(ctx context.Context, cl cluster.Cluster, s cluster.Server) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	ev, err := cluster.NodeEvents(ctx, s)
-	if err != nil {
-		return
+	var ev []event.Event
+	if tl, ok := cl.(cluster.Timelines); ok {
+		ev = tl.Timeline(s.ID)
+	} else {
+		var err error
+		if ev, err = cluster.NodeEvents(ctx, s); err != nil {
+			return
+		}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -63,10 +68,10 @@ func (n *nodeEvents) fetch(ctx context.Context, s cluster.Server) {
 	n.nodes[s.ID] = slices.Compact(ev)
 }
 
-func (n *nodeEvents) collect(ctx context.Context, servers []cluster.Server, alive func(int) bool) {
-	for _, s := range servers {
-		if alive(s.ID) {
-			n.fetch(ctx, s)
+func (n *nodeEvents) collect(ctx context.Context, cl cluster.Cluster) {
+	for _, s := range cl.Servers() {
+		if cl.Alive(s.ID) {
+			n.fetch(ctx, cl, s)
 		}
 	}
 }
@@ -87,6 +92,10 @@ type target struct {
 	cluster.Cluster
 }
 
+type kernelCutter interface {
+	CutLinks(ctx context.Context, pairs [][2]int, cut bool) error
+}
+
 // SetLinks cuts or restores every pair's links at both ends that are alive: one live
 // end suffices to stop both directions, and a server restarted meanwhile is still cut
 // by its peers.
@@ -103,14 +112,24 @@ func (t target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly
 		}
 		errs = append(errs, cluster.SetCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
 	}
+	// Where the kernel emulates the links, a partition is also a drop on netem's
+	// classes (a broadcast-only cut cannot be told apart by address, so it stays the
+	// replicas' own).
+	if k, ok := t.Cluster.(kernelCutter); ok && !broadcastOnly {
+		errs = append(errs, k.CutLinks(ctx, pairs, cut))
+	}
 	return errors.Join(errs...)
 }
 
-// measuredRTTs is what each live server's heartbeat monitor measured, beside the plan.
-func measuredRTTs(ctx context.Context, servers []cluster.Server, alive func(int) bool) map[string]any {
+// measuredRTTs is what each live server's heartbeat monitor measured, beside the plan
+// (or, for a cluster that measures them itself, what it measured).
+func measuredRTTs(ctx context.Context, cl cluster.Cluster) map[string]any {
+	if m, ok := cl.(cluster.RTTMeter); ok {
+		return m.MeasuredRTTs()
+	}
 	out := map[string]any{}
-	for _, s := range servers {
-		if !alive(s.ID) {
+	for _, s := range cl.Servers() {
+		if !cl.Alive(s.ID) {
 			continue
 		}
 		st, err := cluster.NodeStatus(ctx, s)
@@ -176,7 +195,8 @@ func (r *trial) observer(cl cluster.Cluster, w *workload.Workload, servers []clu
 	return nemesis.Observer{
 		Before: func(ctx context.Context, f nemesis.Fault) {
 			if f.Stops() {
-				r.nodes.fetch(ctx, byID[f.Server]) // its timeline is gone once it is
+				r.nodes.fetch(ctx, cl, byID[f.Server]) // its timeline and trace are gone once it is
+				r.traces.fetch(ctx, byID[f.Server])
 			}
 		},
 		After: func(ctx context.Context, e nemesis.Executed) {

@@ -7,16 +7,17 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
@@ -86,7 +87,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := os.MkdirAll(repDir, 0o755); err != nil {
 			return res, err
 		}
-		r := &trial{o: o, n: n, dir: repDir, log: o.Log.With("rep", n)}
+		r := &trial{o: o, n: n, dir: repDir, log: o.Log.With("rep", n), traces: newTraceCollector()}
 		run, err := r.run(ctx)
 		if run != nil {
 			res.Runs = append(res.Runs, *run)
@@ -114,46 +115,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, errors.Join(errs...)
 }
 
-// runDir makes the run directory and, for the default location, the latest link.
-func runDir(out, name string) (string, error) {
-	if out != "" {
-		return out, os.MkdirAll(out, 0o755)
-	}
-	base := filepath.Join("results", name)
-	dir := filepath.Join(base, time.Now().Format("20060102-150405"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	latest := filepath.Join(base, "latest")
-	os.Remove(latest)
-	if err := os.Symlink(filepath.Base(dir), latest); err != nil {
-		return "", fmt.Errorf("latest link: %w", err)
-	}
-	return dir, nil
-}
-
-func writeSpec(dir string, s *spec.Spec) error {
-	// The spec as written (a file, or a shipped one), then as resolved with overrides.
-	b, err := os.ReadFile(s.File)
-	if err != nil {
-		b, err = spec.Shipped(s.Name)
-	}
-	if err == nil {
-		if err := os.WriteFile(filepath.Join(dir, "spec.yaml"), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return writeJSON(filepath.Join(dir, "spec.resolved.json"), s)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
 // trial is one repetition of the spec, running.
 type trial struct {
 	o     Options
@@ -164,6 +125,8 @@ type trial struct {
 	nodes nodeEvents
 	// harness is what the harness did (load, faults, servers serving again).
 	harness harnessLog
+	traces  *traceCollector // the servers' trace marks (the latency anatomy)
+	anat    *anatomyInput
 }
 
 func (r *trial) run(ctx context.Context) (*Repetition, error) {
@@ -177,19 +140,23 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	if err := netem.WritePlan(filepath.Join(r.dir, "links.json"), plan); err != nil {
 		return nil, err
 	}
+	if sp.Backend == backend.Sim {
+		return r.simulate(ctx, topo, plan, seed)
+	}
 	r.status("starting %s cluster (%d servers)", sp.Backend, topo.N())
 	// The label marks what the backend creates, for `polebench cluster down LABEL`.
 	label := fmt.Sprintf("r%07d", time.Now().UnixNano()/1000%1e7)
 	cl, err := cluster.New(ctx, sp.Backend, cluster.Options{
 		Topology: topo, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, Plan: plan,
-		DataRoot: filepath.Join(r.dir, "data"), PreloadMB: sp.PreloadMB, Label: label, Logger: r.log,
+		DataRoot: filepath.Join(r.dir, "data"), PreloadMB: sp.PreloadMB, Label: label, Logger: r.log, Flavor: sp.Flavor,
+		Trace: sp.Flavor != cluster.ZooKeeper,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
 	defer r.teardown(ctx, cl)
 	servers := cl.Servers()
-	if err := writeJSON(filepath.Join(r.dir, "servers.json"), map[string]any{"servers": servers, "links": cl.Links(), "backend": sp.Backend, "label": label}); err != nil {
+	if err := writeJSON(filepath.Join(r.dir, "servers.json"), map[string]any{"servers": servers, "links": cl.Links(), "backend": sp.Backend, "flavor": sp.Flavor, "label": label}); err != nil {
 		return nil, err
 	}
 	if err := r.waitInitialLeader(ctx, cl); err != nil {
@@ -221,7 +188,10 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	progDone := make(chan struct{})
 	go func() {
 		defer close(progDone)
+		var polls sync.WaitGroup
+		polls.Go(func() { r.traces.poll(runCtx, servers, cl.Alive) })
 		r.progressLoop(runCtx, w)
+		polls.Wait()
 	}()
 	wres, werr := w.RunFrom(ctx, r.start)
 	r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.LoadEnd, 0, werr))
@@ -237,12 +207,16 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	// and analyses what it measured.
 	actx, cancelA := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancelA()
-	r.nodes.collect(actx, servers, cl.Alive)
+	r.nodes.collect(actx, cl)
+	r.traces.collect(actx, servers, cl.Alive)
+	if r.anat, err = r.anatomy(r.traces, wres.Records, r.start, topo, plan); err != nil {
+		return nil, err
+	}
 	tl := analysis.Timeline(r.start, r.harness.records(), r.nodes.all())
 	if err := analysis.WriteEvents(filepath.Join(r.dir, "events.jsonl"), tl); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(r.dir, "rtts.json"), measuredRTTs(actx, servers, cl.Alive)); err != nil {
+	if err := writeJSON(filepath.Join(r.dir, "rtts.json"), measuredRTTs(actx, cl)); err != nil {
 		return nil, err
 	}
 	ver, verr := workload.Verify(actx, w.VerifyConfig(), wres.Records)
@@ -310,6 +284,9 @@ func (r *trial) analyse(tl []analysis.Record, recs []workload.Record, ver *workl
 	sp := r.o.Spec
 	ev := analysis.FindEvents(tl, analysis.Events{WarmupEnd: sp.Workload.Warmup, End: sp.Duration, InitialLeader: sp.InitialLeader})
 	in := analysis.Input{Records: recs, Events: ev, OfferedRate: sp.Rates.Total, PayloadBytes: sp.Workload.PayloadBytes}
+	if a := r.anat; a != nil {
+		in.Paths, in.PathModel, in.Join = a.paths, a.model, &a.join
+	}
 	for _, o := range sp.Outdate {
 		in.Outdated = append(in.Outdated, o.Server)
 	}

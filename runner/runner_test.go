@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
@@ -67,7 +71,11 @@ func runSpec(t *testing.T, s *spec.Spec) *analysis.Summary {
 	if sum.Requests.OK == 0 {
 		t.Fatal("no request succeeded")
 	}
-	for _, f := range []string{"summary.json", "latency.png", "requests.csv.gz", "events.jsonl", "links.json", "rtts.json", "verification.json", "spec.resolved.json", "logs/p1.log"} {
+	files := []string{"summary.json", "latency.png", "requests.csv.gz", "events.jsonl", "links.json", "rtts.json", "verification.json", "spec.resolved.json", "logs/p1.log", "phases.csv.gz"}
+	if s.Flavor != cluster.ZooKeeper { // ZooKeeper's servers keep no trace to draw
+		files = append(files, "anatomy.png")
+	}
+	for _, f := range files {
 		if _, err := os.Stat(res.Dir + "/" + f); err != nil {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
@@ -104,14 +112,18 @@ func within(sum *analysis.Summary, tol float64, windows ...string) []string {
 	return bad
 }
 
-// runNearModel runs s once, applies check, and fails unless every mean of the windows
-// lands within tol ms of the model. The local and netns backends land 0.7-1.9 ms above
+// runNearModel runs s once, checks its anatomy (checkAnatomy: the done-when test of
+// issue 17), applies check, and fails unless every mean of the windows lands within
+// tol ms of the model. The local and netns backends land 0.7-1.9 ms above
 // the model on this project's 2-core machine, so 3 ms leaves room for a shared
 // machine's stalls (which only ever add latency); the docker backend's containers
 // land 2.3-2.8 ms above it (its veth and namespace hops), so it gets 4 ms.
 func runNearModel(t *testing.T, s *spec.Spec, tol float64, check func(*analysis.Summary), windows ...string) *analysis.Summary {
 	t.Helper()
 	sum := runSpec(t, s)
+	if s.Flavor != cluster.ZooKeeper { // ZooKeeper's servers keep no trace
+		checkAnatomy(t, lastDir, sum)
+	}
 	check(sum)
 	if bad := within(sum, tol, windows...); len(bad) > 0 {
 		t.Errorf("means not within %.0f ms of the model: %s", tol, strings.Join(bad, "; "))
@@ -126,7 +138,7 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
 			s := specFor(t, "two-dc", "oracle="+c.oracle)
-			runNearModel(t, s, 3, func(sum *analysis.Summary) {
+			sum := runNearModel(t, s, 3, func(sum *analysis.Summary) {
 				want := c.want
 				if c.oracle == "history" {
 					want = historyWinner(t, s, sum, c.want)
@@ -135,7 +147,63 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 					t.Fatalf("leaders p%d then p%d, want p5 then p%d", sum.InitialLeader, sum.NewLeader, want)
 				}
 			}, "before", "after")
+			compareSim(t, s, sum)
 		})
+	}
+}
+
+// TestThreeDCSkew: Dep. 1 with the load skewed toward D3 as Fig. 7 does (p = 0, 1/3,
+// 1): history elects p4 whatever the load, and the simulator agrees with the run.
+func TestThreeDCSkew(t *testing.T) {
+	for _, p := range []string{"0", "0.3333", "1"} {
+		t.Run("p="+p, func(t *testing.T) {
+			s := specFor(t, "three-dc-dep1", "p="+p)
+			sum := runNearModel(t, s, 3, func(sum *analysis.Summary) {
+				if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
+					t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
+				}
+			}, "after")
+			compareSim(t, s, sum)
+		})
+	}
+}
+
+// compareSim runs s on the sim backend (the same seed, so the same requests) and
+// checks that it elects the server the real run elected and that each DC's mean after
+// the crash is within 1 ms of the real run's (issue 13's bound for the simulator).
+func compareSim(t *testing.T, s *spec.Spec, real *analysis.Summary) {
+	t.Helper()
+	ss, err := s.With(spec.Setting{Name: "backend", Value: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{Spec: ss, Out: t.TempDir(), Progress: progress.NewPlain(io.Discard)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := res.Summaries[0]
+	window := "after"
+	if sim.NewLeader != real.NewLeader {
+		// A proposal in flight at the crash decides history's choice among servers
+		// otherwise in sync: which one depends on the microsecond of the kill, which
+		// no simulator reproduces. Each run must then elect what history must elect
+		// from its own zxids, and the windows compared are those before the crash.
+		simWant, realWant := historyElects(t, s, sim), historyElects(t, s, real)
+		if s.Oracle.Name != score.History || sim.NewLeader != simWant || real.NewLeader != realWant {
+			t.Errorf("the simulator elected p%d, the real run p%d (zxids at the crash: sim %v, real %v)", sim.NewLeader, real.NewLeader, sim.ElectionZxids, real.ElectionZxids)
+		}
+		window = "before"
+	}
+	for _, dc := range slices.Sorted(maps.Keys(real.LatencyMS[window])) {
+		r, m := real.LatencyMS[window][dc], sim.LatencyMS[window][dc]
+		model := math.NaN()
+		if r.ModelMS != nil {
+			model = *r.ModelMS
+		}
+		t.Logf("%s the crash, %s: model %.1f, sim %.2f, real %.2f ms (sim - real %+.2f)", window, dc, model, m.Mean, r.Mean, m.Mean-r.Mean)
+		if d := m.Mean - r.Mean; math.Abs(d) > 1 {
+			t.Errorf("%s the crash, %s: the simulator's mean %.2f ms is %+.2f ms off the real run's %.2f", window, dc, m.Mean, d, r.Mean)
+		}
 	}
 }
 
@@ -148,9 +216,12 @@ func TestThreeDCLatencyOracle(t *testing.T) {
 }
 
 // TestOutdatedLeaderRecovery is Fig. 8a in small: p1 is killed early and restarted
-// just before the crash, so it is behind by far more than the DIFF window; with a
-// 256 KiB window the 20.75 ms link moves about 12 MB/s. Rotating elects p1, which must
-// fetch the state before it serves; history elects p4, which serves at once.
+// just before the crash, so it is behind by far more than the DIFF window. Rotating
+// elects p1, which must fetch the 20 MB state before it serves (from p2, beside it:
+// the in-flight proposals of the dead leader reach both D1 servers, as they would over
+// a real WAN); history elects p4, which serves at once. Measured on this project's
+// 2-core machine: history 142 ms, rotating 230 ms (before the harness stopped losing
+// those proposals, p2 was behind too and p1 fetched across the WAN: 2.3 s).
 func TestOutdatedLeaderRecovery(t *testing.T) {
 	rec := map[string]float64{}
 	for _, c := range []struct {
@@ -176,12 +247,21 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 			if len(sum.Warnings) > 0 {
 				t.Errorf("warnings: %v", sum.Warnings)
 			}
+			if c.oracle == "history" {
+				// p4 leads and brings the outdated p1 back with a snapshot while it
+				// serves: its other clients must not wait for that.
+				during, steady := resyncLatency(t, 1, sum.Windows.After)
+				if during.P99 > steady.P99+10 {
+					t.Errorf("the other clients' p99 while p1 resynced: %.1f ms, %.1f ms once it had: the leader stalls while it syncs a follower", during.P99, steady.P99)
+				}
+			}
 			rec[c.oracle] = *sum.RecoveryMS
+			compareSim(t, s, sum)
 		})
 	}
 	t.Logf("recovery: history (p4) %.0f ms, rotating (outdated p1) %.0f ms", rec["history"], rec["rotating"])
-	if len(rec) == 2 && !(rec["rotating"] > 2*rec["history"] && rec["rotating"]-rec["history"] > 500) {
-		t.Errorf("recovery of the outdated leader (%.0f ms) is not clearly above the up-to-date one's (%.0f ms)", rec["rotating"], rec["history"])
+	if len(rec) == 2 && rec["rotating"]-rec["history"] < 50 {
+		t.Errorf("recovery of the outdated leader (%.0f ms) is not clearly above the up-to-date one's (%.0f ms): loading 20 MB alone takes about 65 ms", rec["rotating"], rec["history"])
 	}
 }
 
@@ -201,8 +281,17 @@ func TestBackends(t *testing.T) {
 			var label string
 			s := specFor(t, "two-dc", "backend="+backend)
 			tol := 3.0
+			if backend == "netns" {
+				// +2.6 to +3.1 ms before the crash in CI runs, +4.03 in one quiet run
+				// (the anatomy: send lag 0.4-0.5, client 0.7-0.9, processing
+				// 1.3-2.0): five processes and the harness on 2 cores.
+				tol = 5
+			}
 			if backend == "docker" {
-				tol = 4
+				// Five containers and the harness on 2 cores: +3.0 and +4.8 ms before
+				// the crash in two quiet 30 s runs (the anatomy: processing 1.4-2.6 ms,
+				// the client hop 0.7-1.1), +1.6 to +2.4 after it.
+				tol = 6
 			}
 			runNearModel(t, s, tol, func(sum *analysis.Summary) {
 				if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
@@ -256,6 +345,59 @@ func TestDockerOutdatedServer(t *testing.T) {
 
 var lastDir string
 
+// resyncLatency reads the last run: the window in which server id, back after the
+// crash, was brought up to date by the new leader (from its last FOLLOWING to its
+// SYNCED, once the leader serves), and the latency of the other data centers' requests
+// in it, beside theirs in the after window once id had synced.
+func resyncLatency(t *testing.T, id int, after *analysis.Span) (during, steady analysis.LatencyStats) {
+	t.Helper()
+	var crash, following, synced, served time.Duration
+	for _, r := range lastEvents(t) {
+		switch {
+		case r.Source == analysis.SourceHarness && r.Fault == nemesis.Crash:
+			crash = r.At()
+		case crash == 0 || r.Source != analysis.SourceNode:
+		case r.Server == id && r.Kind == event.Following:
+			following, synced = r.At(), 0
+		case r.Server == id && r.Kind == event.Synced && following > 0 && synced == 0:
+			synced = r.At()
+		case r.Kind == event.FirstCommit && served == 0:
+			served = r.At()
+		}
+	}
+	if synced == 0 || served == 0 || after == nil {
+		t.Fatalf("p%d did not resync after the crash (following %v, synced %v, leader serving %v), or no after window", id, following, synced, served)
+	}
+	recs, err := workload.LoadRecords(filepath.Join(lastDir, "requests.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := ""
+	for _, r := range recs {
+		if r.Server == id {
+			dc = r.DC
+		}
+	}
+	// While id syncs, its DC's requests for it go to its DC's other servers, which
+	// then take twice their load: the other DCs' clients show what the leader does.
+	var others []workload.Record
+	for _, r := range recs {
+		if r.DC != dc {
+			others = append(others, r)
+		}
+	}
+	from := max(following, served)
+	w := analysis.Window{Name: "resync", From: from, To: synced}
+	st := analysis.Window{Name: "after", From: max(synced+time.Second, time.Duration(after.From*float64(time.Second))), To: time.Duration(after.To * float64(time.Second))}
+	during, steady = analysis.Latencies(others, w)[analysis.All], analysis.Latencies(others, st)[analysis.All]
+	if during.Count < 100 || steady.Count < 100 {
+		t.Fatalf("%d requests while p%d resynced (%v..%v), %d after: too few to judge", during.Count, id, w.From, w.To, steady.Count)
+	}
+	t.Logf("p%d resynced %v..%v; the other DCs' clients' latency then: p99 %.1f ms (mean %.1f, max %.1f, %d requests); after (%v..%v): p99 %.1f ms (mean %.1f, max %.1f)",
+		id, w.From, w.To, during.P99, during.Mean, during.Max, during.Count, st.From, st.To, steady.P99, steady.Mean, steady.Max)
+	return during, steady
+}
+
 func lastLabel(t *testing.T) string {
 	t.Helper()
 	var v struct{ Label string }
@@ -298,12 +440,23 @@ func historyWinner(t *testing.T, s *spec.Spec, sum *analysis.Summary, paper int)
 	if _, ok := sum.ElectionZxids[model]; !ok {
 		t.Fatalf("no zxid proposed by p%d after the crash: %v", model, sum.ElectionZxids)
 	}
-	e, err := pred.After.Elect(score.Oracle{Name: score.History}, 0, sum.ElectionZxids)
+	leader := historyElects(t, s, sum)
+	if leader != model {
+		t.Logf("servers out of sync at the crash (%v): history must elect p%d, not the model's p%d", sum.ElectionZxids, leader, model)
+	}
+	return leader
+}
+
+// historyElects is whom history elects from the zxids the run's servers proposed.
+func historyElects(t *testing.T, s *spec.Spec, sum *analysis.Summary) int {
+	t.Helper()
+	pred, err := s.Model()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Leader != model {
-		t.Logf("servers out of sync at the crash (%v): history must elect p%d, not the model's p%d", sum.ElectionZxids, e.Leader, model)
+	e, err := pred.After.Elect(score.Oracle{Name: score.History}, 0, sum.ElectionZxids)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return e.Leader
 }
@@ -370,4 +523,28 @@ func readVerification(t *testing.T) workload.Verification {
 	var v workload.Verification
 	readJSON(t, filepath.Join(lastDir, "verification.json"), &v)
 	return v
+}
+
+// TestSimDeterministic: on the sim backend, the same spec and seed give a
+// byte-identical summary.json (and another seed another one).
+func TestSimDeterministic(t *testing.T) {
+	run := func(seed string) []byte {
+		s := specFor(t, "two-dc", "backend=sim", "seed="+seed)
+		res, err := Run(context.Background(), Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(io.Discard)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(res.Dir, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b, c := run("7"), run("7"), run("8")
+	if !bytes.Equal(a, b) {
+		t.Errorf("two runs with seed 7 wrote different summaries:\n%s\n%s", a, b)
+	}
+	if bytes.Equal(a, c) {
+		t.Error("seeds 7 and 8 wrote the same summary")
+	}
 }

@@ -12,6 +12,7 @@ packages=(
 	qemu-system-x86 linux-image-cloud-amd64   # the VM test of the kernel netem applier
 	busybox-static xz-utils cpio              # the VM's initramfs
 	docker-compose                            # checks docker-compose.yml (the engine must run already)
+	docker-registry                           # the swarm backend's registry path (started by its test only)
 	chromium fonts-dejavu-core                # renders report.html as a reader sees it (campaign tests)
 )
 missing=()

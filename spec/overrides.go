@@ -146,6 +146,8 @@ var overrides = []Override{
 		}},
 	{"backend", "where replicas run: " + strings.Join(backend.Names(), ", ") + " (backend)", "backend",
 		func(s *Spec, v string) error { s.Backend = v; return nil }},
+	{"flavor", "the replicas: " + strings.Join(backend.Flavors(), ", ") + " (flavor)", "flavor",
+		func(s *Spec, v string) error { s.Flavor = v; return nil }},
 	{"repetitions", "runs per point (repetitions)", "repetitions",
 		func(s *Spec, v string) error { return parseInt(v, &s.Repetitions) }},
 	{"seed", "random seed of the run (seed)", "seed",

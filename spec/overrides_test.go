@@ -69,7 +69,7 @@ func TestOverrideErrors(t *testing.T) {
 		sets []Setting
 		want string
 	}{
-		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, rtt, preload-mb, payload, arrival, warmup, jitter, dist, window-kb, backend, repetitions, seed)`},
+		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, rtt, preload-mb, payload, arrival, warmup, jitter, dist, window-kb, backend, flavor, repetitions, seed)`},
 		{dep1, []Setting{{"p", "half"}}, `override p=half: rates.skew.p: "half" is not a number`},
 		{dep1, []Setting{{"p", "1.5"}}, "override p=1.5: rates.skew.p: p = 1.5 is outside [0, 1]"},
 		{dep1, []Setting{{"hot", "D9"}}, `override hot=D9: rates.skew.hot: unknown data center "D9"`},
@@ -154,7 +154,7 @@ func TestRunOverrideErrors(t *testing.T) {
 		{[]Setting{{"repetitions", "0"}}, "override repetitions=0: repetitions: 0: at least 1 run is needed"},
 		{[]Setting{{"repetitions", "many"}}, `override repetitions=many: repetitions: "many" is not an integer`},
 		{[]Setting{{"seed", "-1"}}, `override seed=-1: seed: "-1" is not a non-negative integer`},
-		{[]Setting{{"backend", "sim"}}, `override backend=sim: backend: unknown backend "sim" (known: local, netns, docker)`},
+		{[]Setting{{"backend", "k8s"}}, `override backend=k8s: backend: unknown backend "k8s" (known: local, netns, docker, swarm, sim)`},
 		{[]Setting{{"preload-mb", "-5"}}, "override preload-mb=-5: preload_mb: -5 MB is negative"},
 		{[]Setting{{"preload-mb", "1.5"}}, `override preload-mb=1.5: preload_mb: "1.5" is not an integer`},
 		{[]Setting{{"payload", "0"}}, "override payload=0: workload.payload_bytes: 0 must be at least 1"},

@@ -33,6 +33,7 @@ const (
 	DefaultRepetitions       = 5 // the paper's runs per point
 	DefaultSeed              = 1
 	DefaultBackend           = backend.Local
+	DefaultFlavor            = backend.FlavorPoled
 
 	// maxWindowKB is TCP's largest window: 65535 << 14 (RFC 7323), about 1 GiB.
 	maxWindowKB = 1 << 20
@@ -103,6 +104,7 @@ func (s *Spec) setRunDefaults() {
 	s.Repetitions = DefaultRepetitions
 	s.Seed = DefaultSeed
 	s.Backend = DefaultBackend
+	s.Flavor = DefaultFlavor
 	s.Links = Links{JitterPct: netem.DefaultJitterPct, Dist: netem.DefaultDist, WindowBytes: netem.DefaultWindowBytes}
 }
 

@@ -129,7 +129,7 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "preload_mb: -1", "x.yaml:9: preload_mb: -1 MB is negative"},
 		{"60s", "repetitions: 0", "x.yaml:9: repetitions: 0: at least 1 run is needed"},
 		{"60s", "seed: -1", `x.yaml:9: seed: "-1" is not a non-negative integer`},
-		{"60s", "backend: k8s", `x.yaml:9: backend: unknown backend "k8s" (known: local, netns, docker)`},
+		{"60s", "backend: k8s", `x.yaml:9: backend: unknown backend "k8s" (known: local, netns, docker, swarm, sim)`},
 		// links
 		{"60s", "links:\n  jitter_pct: 101", "x.yaml:10: links.jitter_pct: 101% is outside [0, 100]"},
 		{"60s", "links:\n  jitter_pct: -0.5", "x.yaml:10: links.jitter_pct: -0.5% is outside [0, 100]"},

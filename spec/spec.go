@@ -39,6 +39,7 @@ type Spec struct {
 	Repetitions int       // runs per point (5)
 	Seed        uint64    // (1)
 	Backend     string    // one of backend.Names(), backend.Local by default
+	Flavor      string    // one of backend.Flavors(): the replicas, poled by default
 	Links       Links
 
 	// File is where the spec came from (the name given to Parse).
@@ -100,6 +101,7 @@ var sections = []section{
 	{"faults", false, decodeFaults},
 	{"links", false, decodeLinks},
 	{"backend", false, func(d *decoder, s *Spec) field { return d.str(&s.Backend) }},
+	{"flavor", false, func(d *decoder, s *Spec) field { return d.str(&s.Flavor) }},
 	{"repetitions", false, func(d *decoder, s *Spec) field { return d.integer(&s.Repetitions) }},
 	{"seed", false, func(d *decoder, s *Spec) field { return d.uint64(&s.Seed) }},
 }

@@ -37,7 +37,7 @@ func (s *Spec) errf(path, format string, args ...any) error {
 
 // validate checks everything that spans fields or that an override can change.
 func (s *Spec) validate() error {
-	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkFaults} {
+	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkFaults, s.checkFlavor} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -414,6 +414,45 @@ func (s *Spec) checkGroups(path string, groups [][]int, server func(string, int)
 				return s.errf(index(gp, k), "%s is already in group %d", topology.Name(id), h)
 			}
 			in[id] = g
+		}
+	}
+	return nil
+}
+
+// checkFlavor checks what Apache ZooKeeper can run: its own election only (history),
+// its first leader the highest id (all servers start in sync), and no fault that needs
+// a replica to cut its own links or a harness hook ZooKeeper lacks.
+func (s *Spec) checkFlavor() error {
+	if !slices.Contains(backend.Flavors(), s.Flavor) {
+		return s.errf("flavor", "unknown flavor %q (known: %s)", s.Flavor, strings.Join(backend.Flavors(), ", "))
+	}
+	if s.Flavor != backend.FlavorZooKeeper {
+		return nil
+	}
+	const zk = "flavor zookeeper"
+	if s.Oracle.Name != score.History {
+		path := "oracle"
+		if s.pos["oracle.name"] != "" {
+			path = "oracle.name"
+		}
+		return s.errf(path, "%s: only the history oracle exists (ZooKeeper's own election), not %q", zk, s.Oracle.Name)
+	}
+	if n := s.N(); s.InitialLeader != n {
+		return s.errf("initial_leader", "%s: ZooKeeper's first election picks the highest id among servers in sync, so the initial leader must be %s, not %s",
+			zk, topology.Name(n), topology.Name(s.InitialLeader))
+	}
+	if s.Backend != backend.Local && s.Backend != backend.Netns {
+		return s.errf("backend", "%s runs on the %s and %s backends, not %q", zk, backend.Local, backend.Netns, s.Backend)
+	}
+	if s.PreloadMB != 0 {
+		return s.errf("preload_mb", "%s: preloading state is a poled feature; ZooKeeper starts empty", zk)
+	}
+	if len(s.Outdate) > 0 {
+		return s.errf("outdate", "%s: an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do", zk)
+	}
+	for i, f := range s.Faults {
+		if f.Kill == 0 && f.Restart == 0 {
+			return s.errf(index("faults", i), "%s: only kill and restart faults (partitions are cut by the replicas themselves, which ZooKeeper cannot do)", zk)
 		}
 	}
 	return nil

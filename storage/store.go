@@ -27,6 +27,7 @@ type Store struct {
 	Logger    *slog.Logger // may be nil
 
 	recv     SnapshotSink // snapshot being received in chunks (Persist)
+	recvLoad *datatree.Loader
 	recvZxid zab.Zxid
 	recvSeq  uint32
 }

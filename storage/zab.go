@@ -168,7 +168,8 @@ func (s *Store) Persist(ops []zab.Op) (*datatree.Tree, error) {
 	return installed, s.Log.Sync()
 }
 
-// chunk streams a received snapshot into the store; the last chunk installs it.
+// chunk streams a received snapshot into the store and loads it as it comes (the
+// loaded tree keeps c.Data); the last chunk installs it, once it has loaded whole.
 func (s *Store) chunk(c *zab.SnapshotChunk) (*datatree.Tree, error) {
 	if c.Seq == 0 {
 		if s.recv != nil {
@@ -178,21 +179,29 @@ func (s *Store) chunk(c *zab.SnapshotChunk) (*datatree.Tree, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.recv, s.recvZxid, s.recvSeq = k, c.Zxid, 0
+		s.recv, s.recvZxid, s.recvSeq, s.recvLoad = k, c.Zxid, 0, datatree.NewLoader()
 	} else if s.recv == nil || c.Zxid != s.recvZxid || c.Seq != s.recvSeq+1 {
 		return nil, fmt.Errorf("storage: snapshot chunk %d of %v out of sequence", c.Seq, c.Zxid)
 	}
 	s.recvSeq = c.Seq
-	if _, err := s.recv.Write(c.Data); err != nil {
-		s.recv.Cancel()
-		s.recv = nil
-		return nil, err
+	k := s.recv
+	if _, err := k.Write(c.Data); err != nil {
+		return nil, s.cancelRecv(err)
+	}
+	if _, err := s.recvLoad.Write(c.Data); err != nil {
+		return nil, s.cancelRecv(fmt.Errorf("storage: snapshot %v from the leader: %w", c.Zxid, err))
 	}
 	if !c.Last {
 		return nil, nil
 	}
-	k := s.recv
-	s.recv = nil
+	t, err := s.recvLoad.Tree()
+	if err == nil && t.LastZxid() != c.Zxid {
+		err = fmt.Errorf("%w: content is at %v", ErrCorrupt, t.LastZxid())
+	}
+	if err != nil {
+		return nil, s.cancelRecv(fmt.Errorf("storage: snapshot %v from the leader: %w", c.Zxid, err))
+	}
+	s.recv, s.recvLoad = nil, nil
 	// Drop the other history first: a crash before the commit below leaves an
 	// older, consistent state, never the old log on top of the new snapshot.
 	if err := s.Snapshots.DeleteAbove(c.Zxid); err != nil {
@@ -206,11 +215,14 @@ func (s *Store) chunk(c *zab.SnapshotChunk) (*datatree.Tree, error) {
 	if err := k.Close(); err != nil {
 		return nil, err
 	}
-	t := datatree.New()
-	if err := s.loadSnapshot(t, c.Zxid); err != nil {
-		return nil, fmt.Errorf("storage: install snapshot: %w", err)
-	}
 	return t, nil
+}
+
+// cancelRecv drops the snapshot being received and returns err.
+func (s *Store) cancelRecv(err error) error {
+	s.recv.Cancel()
+	s.recv, s.recvLoad = nil, nil
+	return err
 }
 
 // newestSnapshot loads the newest snapshot that loads, or an empty tree if

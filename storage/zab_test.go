@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,6 +116,17 @@ func TestPersistSnapshotChunks(t *testing.T) {
 			}
 			if _, err := s.Persist([]zab.Op{&zab.SnapshotChunk{Zxid: z, Seq: 9}}); err == nil {
 				t.Errorf("out-of-sequence chunk accepted")
+			}
+			// A damaged state is refused when its last chunk comes, before anything of
+			// the old history goes.
+			before, _ := s.Snapshots.List()
+			bad := bytes.Clone(state.Bytes())
+			bad[len(bad)/2] ^= 1
+			if got, err := s.Persist(chunks(bad, 4096)); err == nil || got != nil {
+				t.Fatalf("damaged snapshot installed: %v", err)
+			}
+			if after, _ := s.Snapshots.List(); !slices.Equal(after, before) || s.Log.LastZxid() != txns[len(txns)-1].Zxid {
+				t.Fatalf("a refused snapshot changed the store: snapshots %v -> %v, log ends at %v", before, after, s.Log.LastZxid())
 			}
 			got, err := s.Persist(chunks(state.Bytes(), 4096))
 			if err != nil || got == nil {

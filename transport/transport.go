@@ -45,6 +45,10 @@ type Message struct {
 	From    int
 	Channel Channel
 	Payload []byte
+	// At is when it arrived (netem.Now): the instant a user-space link delivered it,
+	// else when it was read. The owner may take it later; what it measures (an RTT, a
+	// write's way through the replicas) must not count that wait as the network's.
+	At int64
 }
 
 // Event tells the owner that the stream to or from a peer broke: every message sent
@@ -183,8 +187,8 @@ func (t *Transport) Send(to int, ch Channel, payload []byte) bool {
 		if err != nil {
 			t.log.Error("user-space link", "to", to, "err", err)
 		}
-		stamped := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(payload)), uint64(arrive))
-		f = frame{depart: depart, b: append(stamped, payload...)}
+		f.depart, f.stamped = depart, true
+		binary.BigEndian.PutUint64(f.stamp[:], uint64(arrive))
 	}
 	select {
 	case s.q <- f:
@@ -220,6 +224,20 @@ func (t *Transport) Cut(peer int, cut bool) {
 		return
 	}
 	t.cut[peer] = true
+	t.reset(peer)
+}
+
+// Reset breaks every stream to and from peer, as a process that drops its connections
+// does (ZooKeeper's leader closes its learners' sockets when it loses its quorum): the
+// queued messages are lost, Events reports the break, the peer sees its streams close,
+// and both sides reconnect.
+func (t *Transport) Reset(peer int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reset(peer)
+}
+
+func (t *Transport) reset(peer int) {
 	for k, s := range t.out {
 		if k.to == peer {
 			select {
@@ -338,8 +356,15 @@ func (t *Transport) serve(c net.Conn) {
 			w.Close()
 		}()
 	}
-	for {
-		p, err := ReadFrame(r)
+	// A stamped stream is read as it comes (frames queue here while the earliest is
+	// held until its stamp), so that its end is seen when it happens: the close then
+	// arrives a link delay after it, as the FIN would, not a link delay after the
+	// last frame's arrival (twice the delay, when frames were in flight).
+	quit := make(chan struct{}) // the reader stops when this stream is done with
+	defer close(quit)
+	frames := readFrames(r, stamped, quit)
+	for f := range frames {
+		p, err, at := f.p, f.err, f.at
 		if err != nil {
 			if t.ctx.Err() != nil {
 				return
@@ -347,7 +372,7 @@ func (t *Transport) serve(c net.Conn) {
 			if !errors.Is(err, io.EOF) {
 				t.log.Debug("stream closed", "peer", from, "channel", ch, "err", err)
 			}
-			t.closed(from, ch)
+			t.closedAt(from, ch, at)
 			return
 		}
 		if stamped {
@@ -355,7 +380,7 @@ func (t *Transport) serve(c net.Conn) {
 				t.log.Warn("stamped frame without a stamp", "peer", from)
 				return
 			}
-			at := int64(binary.BigEndian.Uint64(p))
+			at = int64(binary.BigEndian.Uint64(p))
 			p = p[8:]
 			if err := waker.SleepUntil(at); err != nil {
 				return
@@ -366,19 +391,56 @@ func (t *Transport) serve(c net.Conn) {
 			return
 		}
 		select {
-		case t.recv <- Message{From: from, Channel: ch, Payload: p}:
+		case t.recv <- Message{From: from, Channel: ch, Payload: p, At: at}:
 		case <-t.ctx.Done():
 			return
 		}
 	}
 }
 
+// inFrame is a frame as read: its bytes, or the error that ended the stream, and
+// when it was read (netem.Now).
+type inFrame struct {
+	p   []byte
+	err error
+	at  int64
+}
+
+// readFrames reads r's frames until an error, which is the last item. For a stamped
+// stream a goroutine reads ahead (its end is then seen at once); otherwise each frame
+// is read as the previous one is taken.
+func readFrames(r io.Reader, ahead bool, done <-chan struct{}) <-chan inFrame {
+	out := make(chan inFrame, 256)
+	if !ahead {
+		out = make(chan inFrame)
+	}
+	go func() {
+		defer close(out)
+		for {
+			p, err := ReadFrame(r)
+			select {
+			case out <- inFrame{p: p, err: err, at: netem.Now()}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
 // closed reports that peer's stream on ch ended, after the link's delay: every frame
 // it carried has been delivered by then (frames are read, and held, in order).
-func (t *Transport) closed(peer int, ch Channel) {
+func (t *Transport) closed(peer int, ch Channel) { t.closedAt(peer, ch, netem.Now()) }
+
+// closedAt is closed for a stream whose end was read at at (netem.Now): the news
+// arrives a link delay after that, and never before what was delivered until now.
+func (t *Transport) closedAt(peer int, ch Channel, at int64) {
 	var delay time.Duration
 	if t.cfg.CloseDelay != nil {
-		delay = t.cfg.CloseDelay(peer)
+		delay = max(0, time.Duration(at-netem.Now())+t.cfg.CloseDelay(peer))
 	}
 	e := Event{Peer: peer, Channel: ch, Closed: true}
 	if delay <= 0 {
@@ -400,10 +462,14 @@ type outStream struct {
 	reset chan struct{}
 }
 
-// frame is a queued message: with a user-space link, it leaves at depart (netem.Now).
+// frame is a queued message: with a user-space link, it leaves at depart (netem.Now)
+// and goes out stamped with its arrival (written before b, not copied into it: a
+// snapshot chunk is a megabyte).
 type frame struct {
-	depart int64
-	b      []byte
+	depart  int64
+	stamped bool
+	stamp   [8]byte
+	b       []byte
 }
 
 func (s *outStream) run() {
@@ -432,6 +498,18 @@ func (s *outStream) run() {
 		t.log.Debug("stream broken", "peer", s.key.to, "channel", s.key.ch, "err", err)
 		// Whatever was queued belongs to the broken stream; the protocol resyncs.
 		s.drain()
+		// On loopback a dead peer's end fails at once; across the emulated link the
+		// news takes the link's delay, as the FIN or RST would. Told sooner, a
+		// follower would give up on its leader before the leader's last proposals,
+		// still on the link, arrive (and lose them: the local backend's followers in
+		// the far DC were 7-10 writes behind at every crash).
+		if t.cfg.CloseDelay != nil {
+			select {
+			case <-time.After(t.cfg.CloseDelay(s.key.to)):
+			case <-t.ctx.Done():
+				return
+			}
+		}
 		t.emit(Event{Peer: s.key.to, Channel: s.key.ch, Up: false})
 	}
 }
@@ -478,7 +556,7 @@ func (s *outStream) pump(c net.Conn) error {
 	go func() {
 		select {
 		case <-s.reset:
-			cause <- errors.New("send queue overflow")
+			cause <- errors.New("stream reset (send queue overflow, cut or reset)")
 		case <-t.ctx.Done():
 		case <-stop:
 		}
@@ -509,6 +587,9 @@ func (s *outStream) pump(c net.Conn) error {
 			if err := waker.SleepUntil(f.depart); err != nil {
 				return err
 			}
+		}
+		if f.stamped {
+			return writeFrame(w, f.stamp[:], f.b)
 		}
 		return WriteFrame(w, f.b)
 	}
@@ -552,13 +633,20 @@ func (s *outStream) drain() {
 }
 
 // WriteFrame writes one length-prefixed frame.
-func WriteFrame(w io.Writer, p []byte) error {
-	if len(p) > MaxFrame {
-		return fmt.Errorf("frame of %d bytes exceeds %d", len(p), MaxFrame)
+func WriteFrame(w io.Writer, p []byte) error { return writeFrame(w, nil, p) }
+
+// writeFrame writes the frame of head followed by p.
+func writeFrame(w io.Writer, head, p []byte) error {
+	size := len(head) + len(p)
+	if size > MaxFrame {
+		return fmt.Errorf("frame of %d bytes exceeds %d", size, MaxFrame)
 	}
 	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(p)))
+	binary.BigEndian.PutUint32(n[:], uint32(size))
 	if _, err := w.Write(n[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(head); err != nil {
 		return err
 	}
 	_, err := w.Write(p)

@@ -1,16 +1,13 @@
 package workload
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/polebench/polebench/csvfile"
 )
 
 // Outcome is what the client learned about a request.
@@ -79,31 +76,20 @@ var recordHeader = []string{"id", "dc", "server", "key", "intended_ns", "sent_ns
 // RecordWriter streams records as CSV (gzip-compressed when the path ends in .gz).
 // Each Write is flushed to the file, so a crash of the harness loses nothing measured.
 type RecordWriter struct {
-	f  *os.File
-	gz *gzip.Writer
-	bw *bufio.Writer
-	cw *csv.Writer
+	w *csvfile.Writer
 }
 
 // CreateRecords creates path and writes the CSV header.
 func CreateRecords(path string) (*RecordWriter, error) {
-	f, err := os.Create(path)
+	w, err := csvfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: records: %w", err)
 	}
-	w := &RecordWriter{f: f}
-	var out io.Writer = f
-	if strings.HasSuffix(path, ".gz") {
-		w.gz = gzip.NewWriter(f)
-		out = w.gz
-	}
-	w.bw = bufio.NewWriterSize(out, 64<<10)
-	w.cw = csv.NewWriter(w.bw)
-	if err := w.cw.Write(recordHeader); err != nil {
-		f.Close()
+	if err := w.Write(recordHeader); err != nil {
+		w.Close()
 		return nil, fmt.Errorf("workload: records %s: %w", path, err)
 	}
-	return w, nil
+	return &RecordWriter{w: w}, nil
 }
 
 // Write appends records and pushes them to the operating system.
@@ -122,57 +108,31 @@ func (w *RecordWriter) Write(recs ...Record) error {
 		row[9] = strconv.FormatInt(int64(r.Version), 10)
 		row[10] = strconv.Itoa(r.Attempts)
 		row[11] = r.Err
-		if err := w.cw.Write(row); err != nil {
-			return fmt.Errorf("workload: records %s: %w", w.f.Name(), err)
+		if err := w.w.Write(row); err != nil {
+			return fmt.Errorf("workload: records %s: %w", w.w.Name(), err)
 		}
 	}
-	return w.flush()
-}
-
-func (w *RecordWriter) flush() error {
-	w.cw.Flush()
-	err := w.cw.Error()
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	if err == nil && w.gz != nil {
-		err = w.gz.Flush()
-	}
-	if err != nil {
-		return fmt.Errorf("workload: records %s: %w", w.f.Name(), err)
+	if err := w.w.Flush(); err != nil {
+		return fmt.Errorf("workload: records %s: %w", w.w.Name(), err)
 	}
 	return nil
 }
 
 // Close flushes, syncs and closes the file.
 func (w *RecordWriter) Close() error {
-	err := w.flush()
-	if w.gz != nil {
-		err = errors.Join(err, w.gz.Close())
-	}
-	err = errors.Join(err, w.f.Sync(), w.f.Close())
-	if err != nil {
-		return fmt.Errorf("workload: closing records %s: %w", w.f.Name(), err)
+	if err := w.w.Close(); err != nil {
+		return fmt.Errorf("workload: closing records %s: %w", w.w.Name(), err)
 	}
 	return nil
 }
 
 // LoadRecords reads a records file written by RecordWriter (.gz or plain).
 func LoadRecords(path string) ([]Record, error) {
-	f, err := os.Open(path)
+	r, err := csvfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
-	defer f.Close()
-	var r io.Reader = bufio.NewReader(f)
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(r)
-		if err != nil {
-			return nil, fmt.Errorf("workload: %s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
+	defer r.Close()
 	recs, err := ReadRecords(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -73,6 +73,11 @@ func TestValueRoundTrip(t *testing.T) {
 	if err != nil || run != "run7" || id != 1<<40|3 {
 		t.Errorf("decode = %q %d %v", run, id, err)
 	}
+	for _, size := range []int{9, 1024, 10000} { // the padding is dots, also beyond its 4 kB
+		if v := encodeValue("r", 12, size); len(v) != size || string(v[:8]) != "pb r 12\n" || strings.Trim(string(v[8:]), ".") != "" {
+			t.Errorf("value of %d bytes: %d bytes, %.20q...", size, len(v), v)
+		}
+	}
 	if small := encodeValue("r", 12, 4); string(small) != "pb r 12\n" {
 		t.Errorf("payload smaller than the header: %q", small)
 	}

@@ -20,11 +20,16 @@ func encodeValue(run string, id uint64, size int) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendUint(b, id, 10)
 	b = append(b, '\n')
-	for len(b) < size {
-		b = append(b, '.')
+	if n := len(b); n < size {
+		b = b[:size]
+		for n < size {
+			n += copy(b[n:], padding)
+		}
 	}
 	return b
 }
+
+var padding = bytes.Repeat([]byte{'.'}, 4096)
 
 // decodeValue returns the run and request id a value was written by.
 func decodeValue(v []byte) (run string, id uint64, err error) {

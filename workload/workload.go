@@ -1,12 +1,14 @@
 package workload
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/polebench/polebench/netem"
 )
 
 // Server is one replica as the workload sees it.
@@ -225,7 +228,7 @@ func (w *Workload) dial(s *server) (*session, error) {
 	sess := &session{srv: s}
 	conn, _, err := zk.Connect([]string{s.Addr}, w.cfg.SessionTimeout,
 		zk.WithHostProvider(&pinnedHost{addr: s.Addr, gone: func() bool { return s.killed.Load() || sess.closing.Load() }}),
-		zk.WithLogger(zkLogger{s.log}), zk.WithLogInfo(false),
+		zk.WithLogger(zkLogger{s.log}), zk.WithLogInfo(false), zk.WithDialer(bufferedDial),
 		zk.WithEventCallback(sess.onEvent),
 		zk.WithMaxConnBufferSize(max(64<<10, 2*w.cfg.PayloadBytes+4096)))
 	if err != nil {
@@ -416,10 +419,23 @@ func (w *Workload) RunFrom(ctx context.Context, start time.Time) (*Result, error
 			continue
 		}
 		sched, _ := NewSchedule(w.cfg.Arrival, d.rate, dcSeed(w.cfg.Seed, d.name, streamArrival)) // validated in New
+		// Requests wait for a sender in a queue: a pool as large as the DC's servers
+		// can have in flight sends them. A goroutine per request costs a stack each
+		// and, once requests back up, thousands of selects on the same channels.
+		queue := make(chan *request, 1<<16)
+		for range len(d.servers) * w.cfg.MaxInFlight {
+			go func() {
+				for r := range queue {
+					recs <- w.do(r)
+					reqs.Done()
+				}
+			}()
+		}
 		pacers.Add(1)
 		go func() {
 			defer pacers.Done()
-			w.pace(d, sched, stop, &reqs, recs)
+			defer close(queue)
+			w.pace(d, sched, stop, &reqs, queue)
 		}()
 	}
 	paced := make(chan struct{})
@@ -480,43 +496,50 @@ type request struct {
 	srv      *server // first choice; nil when none was available
 }
 
-// pace issues d's requests on their absolute schedule.
-func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync.WaitGroup, out chan<- Record) {
+// pace issues d's requests on their absolute schedule, into queue. It sleeps on the kernel's
+// timer (netem.Waker): Go's timers fire up to a millisecond late, which would be
+// most of the send lag at the paper's rate.
+func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync.WaitGroup, queue chan<- *request) {
 	keyRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamKey), 1))
 	pickRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamPick), 2))
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	waker, err := netem.NewWaker()
+	if err != nil {
+		w.log.Error("pacer without a timer: no requests from this DC", "dc", d.name, "err", err)
+		return
+	}
+	defer waker.Close()
+	paced := make(chan struct{})
+	defer close(paced)
+	go func() { // stop wakes the sleeping pacer
+		select {
+		case <-stop:
+			waker.Close()
+		case <-paced:
+		}
+	}()
+	start := netem.At(w.start)
 	for seq := uint64(1); ; seq++ {
 		at := sched.Next()
 		if w.cfg.Duration > 0 && at >= w.cfg.Duration {
 			return
 		}
-		if wait := time.Until(w.start.Add(at)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-stop:
-				return
-			}
-		} else {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		if err := waker.SleepUntil(start + int64(at)); err != nil {
+			return // stopped
+		}
+		select {
+		case <-stop:
+			return
+		default:
 		}
 		r := &request{
-			id:       uint64(d.index+1)<<40 | seq,
+			id:       RequestID(d.index, seq),
 			dc:       d,
 			key:      KeyPath(w.cfg.Prefix, keyRng.IntN(w.cfg.Keys)),
 			intended: at,
 			srv:      w.pick(d, pickRng),
 		}
 		reqs.Add(1)
-		go func() {
-			defer reqs.Done()
-			out <- w.do(r)
-		}()
+		queue <- r
 	}
 }
 
@@ -703,9 +726,12 @@ func (p *pinnedHost) Len() int            { return 1 }
 func (p *pinnedHost) Connected()          { p.fails = 0 }
 
 // reconnectEvery paces redials of a server that is alive but not serving (it lost its
-// leader and is syncing). The client's own pace, a whole second after each round of
-// failures, would add up to a second to every recovery measured.
-const reconnectEvery = 100 * time.Millisecond
+// leader and is syncing). Whatever it is, it is added to the recovery measured (the
+// first request after a leader change waits for a session to come back): the client's
+// own pace, a whole second after each round of failures, would add up to a second, and
+// 100 ms added 0-100 ms (recovery 155 ms where the replicas took 50). 20 ms keeps the
+// harness's share small at a few hundred refused dials a second while servers elect.
+const reconnectEvery = 20 * time.Millisecond
 
 // Next redials every reconnectEvery while the server lives. Once it is gone (killed,
 // or the session closing) it reports retryStart, on which the client fails its unsent
@@ -722,6 +748,24 @@ func (p *pinnedHost) Next() (string, bool) {
 	time.Sleep(reconnectEvery)
 	return p.addr, false
 }
+
+// bufferedDial dials a server through a read buffer: the client reads each reply's
+// length and body in two reads, which the buffer serves from one system call, and
+// several replies that arrived together from one.
+func bufferedDial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
+}
+
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 type zkLogger struct{ log *slog.Logger }
 

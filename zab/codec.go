@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 )
 
 // Wire format (version 1): one version byte, the type byte, a flags byte, then
@@ -71,18 +72,12 @@ func (m *Message) EncodedSize() int {
 	return n + len(m.Data)
 }
 
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 type decoder struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	share bool // byte fields alias the input
 }
 
 func (d *decoder) fail(format string, a ...any) {
@@ -131,14 +126,24 @@ func (d *decoder) bytes(field string) []byte {
 	if d.err != nil || n == 0 {
 		return nil
 	}
-	out := make([]byte, n)
-	copy(out, d.b[:n])
+	out := d.b[:n:n]
+	if !d.share {
+		out = make([]byte, n)
+		copy(out, d.b[:n])
+	}
 	d.b = d.b[n:]
 	return out
 }
 
 // UnmarshalBinary decodes b into m. It copies what it keeps, so b may be reused.
-func (m *Message) UnmarshalBinary(b []byte) error {
+func (m *Message) UnmarshalBinary(b []byte) error { return m.unmarshal(b, false) }
+
+// UnmarshalShared decodes b into m without copying: m's data (a snapshot chunk's
+// megabyte, the entries') aliases b, which must not change afterwards (a frame read
+// for this message alone).
+func (m *Message) UnmarshalShared(b []byte) error { return m.unmarshal(b, true) }
+
+func (m *Message) unmarshal(b []byte, share bool) error {
 	if len(b) < 3 {
 		return fmt.Errorf("%w: %d bytes, need at least 3", ErrMalformed, len(b))
 	}
@@ -153,7 +158,7 @@ func (m *Message) UnmarshalBinary(b []byte) error {
 	if flags&^(flagFresh|flagLast) != 0 {
 		return fmt.Errorf("%w: unknown flags 0x%x", ErrMalformed, flags)
 	}
-	d := decoder{b: b[3:]}
+	d := decoder{b: b[3:], share: share}
 	out := Message{Type: t, Fresh: flags&flagFresh != 0, Last: flags&flagLast != 0}
 	out.From = d.id("from")
 	out.To = d.id("to")

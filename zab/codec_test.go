@@ -2,14 +2,13 @@ package zab
 
 import (
 	"bytes"
-	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
-	"testing/iotest"
 )
 
 // sampleMessages covers every type and field.
@@ -60,6 +59,17 @@ func TestCodecRoundTrip(t *testing.T) {
 			if got.Entries[i].Zxid != m.Entries[i].Zxid || got.Entries[i].Origin != m.Entries[i].Origin ||
 				got.Entries[i].ReqID != m.Entries[i].ReqID || !bytes.Equal(got.Entries[i].Data, m.Entries[i].Data) {
 				t.Fatalf("entry %d of %v", i, m)
+			}
+		}
+		// UnmarshalShared decodes the same message, its data aliasing b.
+		var shared Message
+		if err := shared.UnmarshalShared(b); err != nil || !reflect.DeepEqual(shared, got) {
+			t.Fatalf("%v: shared decoding gave %v, %v", m, shared, err)
+		}
+		if len(m.Data) > 0 {
+			b[len(b)-1]++
+			if shared.Data[len(shared.Data)-1] != b[len(b)-1] || got.Data[len(got.Data)-1] == b[len(b)-1] {
+				t.Fatalf("%v: shared data does not alias its input, or copied data does", m)
 			}
 		}
 	}
@@ -134,30 +144,62 @@ func FuzzUnmarshal(f *testing.F) {
 	})
 }
 
-func TestStreamSnapshot(t *testing.T) {
+func TestChunkWriter(t *testing.T) {
 	snap := Message{Type: MsgSnap, From: 1, To: 2, Epoch: 3, Zxid: 42}
 	for _, tc := range []struct{ size, chunk, want int }{{0, 4, 1}, {3, 4, 1}, {4, 4, 1}, {5, 4, 2}, {8, 4, 2}, {9, 4, 3}} {
 		state := bytes.Repeat([]byte{7}, tc.size)
-		var got []Message
-		var all []byte
-		err := StreamSnapshot(context.Background(), snap, iotest.OneByteReader(bytes.NewReader(state)), tc.chunk, func(m Message) error {
-			got = append(got, m)
-			all = append(all, m.Data...)
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != tc.want || !bytes.Equal(all, state) {
-			t.Fatalf("size %d chunk %d: %d chunks, %d bytes", tc.size, tc.chunk, len(got), len(all))
-		}
-		for i, m := range got {
-			if m.Type != MsgSnapChunk || m.Seq != uint32(i) || m.Last != (i == len(got)-1) || m.Zxid != 42 || m.To != 2 || m.Epoch != 3 {
-				t.Fatalf("chunk %d: %v", i, m)
+		for _, piece := range []int{1, 3, 100} { // written a byte at a time, in odd pieces, at once
+			var got []Message
+			var all []byte
+			w, err := NewChunkWriter(snap, tc.chunk, func(m Message) error {
+				m.Data = bytes.Clone(m.Data) // the writer reuses it
+				got = append(got, m)
+				all = append(all, m.Data...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b := state; len(b) > 0; b = b[min(piece, len(b)):] {
+				if _, err := w.Write(b[:min(piece, len(b))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.want || !bytes.Equal(all, state) {
+				t.Fatalf("size %d chunk %d pieces %d: %d chunks, %d bytes", tc.size, tc.chunk, piece, len(got), len(all))
+			}
+			for i, m := range got {
+				if m.Type != MsgSnapChunk || m.Seq != uint32(i) || m.Last != (i == len(got)-1) || m.Zxid != 42 || m.To != 2 || m.Epoch != 3 {
+					t.Fatalf("chunk %d: %v", i, m)
+				}
+			}
+			if _, err := w.Write([]byte{1}); err == nil {
+				t.Fatal("write after close accepted")
 			}
 		}
 	}
-	if err := StreamSnapshot(context.Background(), snap, iotest.ErrReader(errors.New("disk")), 4, func(Message) error { return nil }); err == nil {
-		t.Fatal("read error swallowed")
+	w, _ := NewChunkWriter(snap, 4, func(Message) error { return errors.New("link down") })
+	if _, err := w.Write(make([]byte, 9)); err == nil {
+		t.Fatal("send error swallowed")
+	}
+	if _, err := NewChunkWriter(Message{Type: MsgDiff}, 4, nil); err == nil {
+		t.Fatal("chunks of a DIFF accepted")
+	}
+}
+
+func TestUvarintLen(t *testing.T) {
+	var buf [binary.MaxVarintLen64]byte
+	for s := 0; s < 64; s++ {
+		for _, v := range []uint64{1<<s - 1, 1 << s, 1<<s + 1} {
+			if got, want := uvarintLen(v), binary.PutUvarint(buf[:], v); got != want {
+				t.Errorf("uvarintLen(%d) = %d, want %d", v, got, want)
+			}
+		}
+	}
+	if got := uvarintLen(^uint64(0)); got != binary.MaxVarintLen64 {
+		t.Errorf("uvarintLen(max) = %d", got)
 	}
 }

@@ -47,8 +47,15 @@ func (n *Node) resync(reason string) {
 
 func (n *Node) tickFollower() {
 	fs := n.fs
+	// In sync the leader may be silent for long: a leader behind its quorum is
+	// fetching the history (a snapshot of 250 MB takes seconds), and the follower
+	// waits as ZooKeeper's learners do, up to initLimit (InitTicks), not syncLimit.
+	silence := int64(n.cfg.TimeoutTicks)
+	if fs.phase == fSync && !fs.newLeader {
+		silence = max(silence, int64(n.cfg.InitTicks))
+	}
 	switch {
-	case n.now-fs.heard > int64(n.cfg.TimeoutTicks):
+	case n.now-fs.heard > silence:
 		n.becomeLooking(fmt.Sprintf("leader %d silent for %d ticks", n.leader, n.now-fs.heard))
 	case n.cfg.InitTicks > 0 && fs.phase != fServe && n.now-fs.start > int64(n.cfg.InitTicks):
 		n.becomeLooking("sync exceeded InitTicks")

@@ -43,8 +43,9 @@ type leaderState struct {
 	start       int64
 	lastPing    int64
 	peers       []*peerState // every other configured server, in config order
-	acks        int          // fresh ACKEPOCHs so far
-	source      *peerState   // fetch source
+	byID        map[int]*peerState
+	acks        int        // fresh ACKEPOCHs so far
+	source      *peerState // fetch source
 	fetchDone   bool
 	fetchNeed   uint64 // op sequence that holds the fetched history
 	initLast    Zxid   // the history NEWLEADER establishes
@@ -53,29 +54,35 @@ type leaderState struct {
 	firstCommit bool
 }
 
-func (ls *leaderState) peer(id int) *peerState {
-	for _, p := range ls.peers {
-		if p.id == id {
-			return p
-		}
-	}
-	return nil
-}
+func (ls *leaderState) peer(id int) *peerState { return ls.byID[id] }
 
 func (n *Node) becomeLeader() {
 	n.leaveRole()
 	n.role, n.leader = Leading, n.id
-	ls := &leaderState{start: n.now, lastPing: n.now - int64(n.cfg.PingTicks)}
+	ls := &leaderState{start: n.now, lastPing: n.now - int64(n.cfg.PingTicks), byID: map[int]*peerState{}}
 	for _, id := range n.cfg.Peers {
 		if id != n.id {
-			ls.peers = append(ls.peers, &peerState{id: id, heard: n.now})
+			p := &peerState{id: id, heard: n.now}
+			ls.peers = append(ls.peers, p)
+			ls.byID[id] = p
 		}
 	}
 	n.ls = ls
 	n.log.Info("leading", "last", n.hist.last(), "accepted", n.hs.AcceptedEpoch, "current", n.hs.CurrentEpoch)
 	n.emit(Event{Type: EventLeading, Leader: n.id, Zxid: n.hist.last()})
+	// Followers that elected this server before it did already said FOLLOWERINFO:
+	// take it now rather than wait for their retry (RetryTicks, 200 ms).
 	n.maybeDecideEpoch()
-	n.tickPing()
+	early := n.early
+	n.early = nil
+	for _, id := range slices.Sorted(mapKeys(early)) {
+		if n.ls != nil {
+			n.stepLeader(early[id])
+		}
+	}
+	if n.ls != nil {
+		n.tickPing()
+	}
 }
 
 func (n *Node) tickLeader() {
@@ -112,6 +119,15 @@ func (n *Node) tickPing() {
 
 func (n *Node) stepLeader(m Message) {
 	ls := n.ls
+	if m.Type == MsgPing {
+		// Only a leader pings: the sender leads elsewhere. It is no follower of ours and
+		// must not count toward our quorum (two leaders would keep each other alive);
+		// a later epoch than ours means ours is over.
+		if m.Epoch > n.epoch {
+			n.becomeLooking(fmt.Sprintf("server %d leads epoch %d, above ours %d", m.From, m.Epoch, n.epoch))
+		}
+		return
+	}
 	p := ls.peer(m.From)
 	p.heard = n.now
 	switch m.Type {
@@ -279,8 +295,10 @@ func (n *Node) syncPeer(p *peerState) {
 }
 
 func (n *Node) onAck(p *peerState, m Message) {
+	advanced := m.Zxid > p.acked && m.Zxid > n.commit // else it cannot move the commit point
 	p.acked = max(p.acked, m.Zxid)
 	if p.phase == pSyncing {
+		advanced = true
 		p.phase = pSynced
 		if n.ls.phase == lServe {
 			n.send(Message{Type: MsgUpToDate, To: p.id, Epoch: n.epoch, Zxid: n.commit})
@@ -290,7 +308,9 @@ func (n *Node) onAck(p *peerState, m Message) {
 	case lSync:
 		n.maybeServe()
 	case lServe:
-		n.maybeCommit()
+		if advanced {
+			n.maybeCommit()
+		}
 	}
 }
 
@@ -362,17 +382,31 @@ func (n *Node) propose(origin int, reqID uint64, data []byte) {
 
 // maybeCommit commits up to the highest zxid a quorum holds durably.
 func (n *Node) maybeCommit() {
-	acks := []Zxid{n.durLast}
-	for _, p := range n.ls.peers {
-		if p.phase == pSynced {
-			acks = append(acks, p.acked)
+	// The commit point is the highest zxid a quorum (this server included) acked:
+	// step up through the acked values above it while a quorum holds the next one.
+	// O(peers) per step, and a step commits at least one transaction.
+	c := n.commit
+	for {
+		next, above := Zxid(0), 0
+		consider := func(a Zxid) {
+			if a > c {
+				if above == 0 || a < next {
+					next = a
+				}
+				above++
+			}
 		}
+		consider(n.durLast)
+		for _, p := range n.ls.peers {
+			if p.phase == pSynced {
+				consider(p.acked)
+			}
+		}
+		if above < n.quorum {
+			break
+		}
+		c = next // every value above c is at least next: a quorum holds it
 	}
-	if len(acks) < n.quorum {
-		return
-	}
-	slices.Sort(acks)
-	c := acks[len(acks)-n.quorum]
 	if c <= n.commit {
 		return
 	}

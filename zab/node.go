@@ -34,18 +34,23 @@ type Config struct {
 	Logger        *slog.Logger
 }
 
+// DefaultInitLimit is how long recovery may take, ZooKeeper's initLimit times tickTime
+// as its zoo_sample.cfg ships them (10 x 2 s).
+const DefaultInitLimit = 20 * time.Second
+
 // DefaultWindow is ZooKeeper 3.3's committedLog size.
 const DefaultWindow = 500
 
 // DefaultConfig is server id's configuration among peers (every server, id included)
 // for a driver that ticks every tick: a follower that hears nothing from its leader for
-// 1 s (at least 10 ticks) goes LOOKING, FOLLOWERINFO is resent every 200 ms (at least
-// 2 ticks), DIFFs cover the last DefaultWindow transactions in batches of about 1 MiB.
+// 1 s (at least 10 ticks; in sync, DefaultInitLimit) goes LOOKING, recovery must end
+// within DefaultInitLimit, FOLLOWERINFO is resent every 200 ms (at least 2 ticks),
+// DIFFs cover the last DefaultWindow transactions in batches of about 1 MiB.
 func DefaultConfig(id int, peers []int, tick time.Duration) Config {
 	return Config{
 		ID: id, Peers: peers, Window: DefaultWindow, PingTicks: 1,
 		TimeoutTicks: max(10, int(time.Second/tick)), RetryTicks: max(2, int(200*time.Millisecond/tick)),
-		MaxBatchBytes: 1 << 20,
+		InitTicks: max(10, int(DefaultInitLimit/tick)), MaxBatchBytes: 1 << 20,
 	}
 }
 
@@ -101,13 +106,19 @@ type Node struct {
 	durSeq   uint64
 	durLast  Zxid // every entry of hist up to durLast is durable
 	durHS    HardState
-	inflight *inflight
+	inflight inflight // the Ready awaiting Advance, if inflight.on
 
 	msgs     []Message
+	spare    []Message   // the array of the Ready before last, reused
+	slot     map[int]int // server id -> index in lastTo
+	lastTo   []lastTo    // takeMessages' note per server
+	takes    uint64
 	deferred []deferredMsg
 	events   []Event
 	results  []Result
 	pending  map[uint64]bool // this server's requests awaiting their commit
+	peerSet  map[int]bool    // the configured servers
+	early    map[int]Message // FOLLOWERINFOs received while looking, by sender
 
 	role   Role
 	leader int
@@ -118,6 +129,7 @@ type Node struct {
 }
 
 type inflight struct {
+	on   bool
 	seq  uint64
 	last Zxid
 	hs   HardState
@@ -160,7 +172,14 @@ func New(cfg Config, st Persisted) (*Node, error) {
 		commit:  st.Snapshot,
 		applied: st.Snapshot,
 		pending: map[uint64]bool{},
+		peerSet: map[int]bool{},
 	}
+	n.slot = map[int]int{}
+	for i, p := range cfg.Peers {
+		n.peerSet[p] = true
+		n.slot[p] = i
+	}
+	n.lastTo = make([]lastTo, len(cfg.Peers))
 	ents := make([]Entry, len(st.Log))
 	for i, t := range st.Log {
 		ents[i] = Entry{Txn: t}
@@ -299,7 +318,7 @@ func (n *Node) Step(m Message) error {
 	if m.To != n.id {
 		return fmt.Errorf("zab: message %v is for %d, this is %d", m, m.To, n.id)
 	}
-	if m.From == n.id || !slices.Contains(n.cfg.Peers, m.From) {
+	if m.From == n.id || !n.peerSet[m.From] {
 		return fmt.Errorf("zab: message %v from unknown server %d", m, m.From)
 	}
 	if m.Type == 0 || m.Type >= msgTypeEnd || m.Type == MsgSnap {
@@ -312,13 +331,20 @@ func (n *Node) Step(m Message) error {
 		if m.From == n.leader {
 			n.stepFollower(m)
 		}
+	case Looking:
+		if m.Type == MsgFollowerInfo { // a follower that elected this server first
+			if n.early == nil {
+				n.early = map[int]Message{}
+			}
+			n.early[m.From] = m
+		}
 	}
 	return nil
 }
 
 // HasReady reports whether Ready has something (and no Ready awaits its Advance).
 func (n *Node) HasReady() bool {
-	if n.inflight != nil {
+	if n.inflight.on {
 		return false
 	}
 	return len(n.msgs) > 0 || len(n.ops) > 0 || len(n.events) > 0 || len(n.results) > 0 ||
@@ -330,16 +356,18 @@ func (n *Node) committable() Zxid { return min(n.commit, n.durLast) }
 // Ready returns what the driver must do now (see Ready). Call Advance when done;
 // until then Ready returns nothing.
 func (n *Node) Ready() Ready {
-	if n.inflight != nil {
+	if n.inflight.on {
 		return Ready{}
 	}
 	n.flushCommits()
 	var rd Ready
 	rd.Messages = n.takeMessages()
 	rd.Persist, n.ops = n.ops, nil
-	n.inflight = &inflight{seq: n.opSeq, last: n.hist.last(), hs: n.hs}
+	n.inflight = inflight{on: true, seq: n.opSeq, last: n.hist.last(), hs: n.hs}
 	if upto := n.committable(); upto > n.applied {
-		for _, e := range n.hist.through(n.applied, upto) {
+		ents := n.hist.through(n.applied, upto)
+		rd.Committed = make([]Txn, 0, len(ents))
+		for _, e := range ents {
 			rd.Committed = append(rd.Committed, e.Txn)
 			if e.Origin == n.id && n.pending[e.ReqID] {
 				delete(n.pending, e.ReqID)
@@ -358,29 +386,47 @@ func (n *Node) Ready() Ready {
 // snapshot while it is installing one, so that state is the one at m.Zxid.)
 func (n *Node) takeMessages() []Message {
 	msgs := n.msgs
-	n.msgs = nil
-	out := msgs[:0:0]
-	lastTo := map[int]int{}
+	n.msgs, n.spare = n.spare[:0], msgs // the last Ready's array is free again: see Ready
+	if len(msgs) < 2 {
+		return msgs
+	}
+	n.takes++       // marks lastTo's entries of this call (no clearing between calls)
+	out := msgs[:0] // compacted in place: out never overtakes the message being read
 	for _, m := range msgs {
-		if i, ok := lastTo[m.To]; ok && m.Type == MsgProposal && out[i].Type == MsgProposal && out[i].Epoch == m.Epoch &&
-			out[i].Entries[len(out[i].Entries)-1].Zxid == m.Zxid {
-			out[i].Entries = append(out[i].Entries[:len(out[i].Entries):len(out[i].Entries)], m.Entries...)
-			continue
+		slot := &n.lastTo[n.slot[m.To]]
+		if slot.take == n.takes {
+			if p := &out[slot.at]; m.Type == MsgProposal && p.Type == MsgProposal && p.Epoch == m.Epoch &&
+				p.Entries[len(p.Entries)-1].Zxid == m.Zxid {
+				if !slot.owned { // the first merge copies: the entries may share the history's array
+					p.Entries = slices.Clip(p.Entries)
+					slot.owned = true
+				}
+				p.Entries = append(p.Entries, m.Entries...)
+				continue
+			}
 		}
-		lastTo[m.To] = len(out)
+		*slot = lastTo{take: n.takes, at: len(out)}
 		out = append(out, m)
 	}
+	clear(msgs[len(out):]) // let merged messages' data go
 	return out
+}
+
+// lastTo is takeMessages' note of the last message to a peer.
+type lastTo struct {
+	take  uint64 // the call it is from
+	at    int    // its index in the output
+	owned bool   // its entries are its own array
 }
 
 // Advance tells the node that the last Ready was handled: its operations are
 // durable and its committed transactions applied.
 func (n *Node) Advance() {
 	in := n.inflight
-	if in == nil {
+	if !in.on {
 		return
 	}
-	n.inflight = nil
+	n.inflight = inflight{}
 	n.durSeq, n.durLast, n.durHS = in.seq, in.last, in.hs
 	kept := n.deferred[:0]
 	for _, d := range n.deferred {
@@ -448,7 +494,7 @@ func (n *Node) appendEntries(es []Entry) error {
 // forgetDurableAfter lowers what is known durable when the log is cut back to z.
 func (n *Node) forgetDurableAfter(z Zxid) {
 	n.durLast = min(n.durLast, z)
-	if n.inflight != nil {
+	if n.inflight.on {
 		n.inflight.last = min(n.inflight.last, z)
 	}
 }
@@ -478,6 +524,7 @@ func (n *Node) becomeLooking(reason string) {
 	n.log.Info("looking", "reason", reason)
 	n.leaveRole()
 	n.role = Looking
+	n.early = nil // FOLLOWERINFOs of an earlier election
 	n.emit(Event{Type: EventLooking, Reason: reason})
 }
 

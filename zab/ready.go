@@ -15,13 +15,16 @@ import (
 //     A MsgSnap asks for this server's state machine as it is now, before this
 //     Ready's Persist and Committed take effect (it is then exactly at m.Zxid):
 //     the driver streams it to m.To as MsgSnapChunk messages (see
-//     StreamSnapshot), in place of the MsgSnap, before later messages to m.To.
+//     ChunkWriter), in place of the MsgSnap, before later messages to m.To.
 //  2. Persist: apply the operations in order and make them durable.
 //  3. Committed: apply to the state machine in order, after Persist is durable.
 //  4. Results and Events: hand to the clients and the event log (stamp the time).
 //  5. Advance. Messages that must follow persistence (an ACK after the follower's
 //     log holds the transaction, an ACKEPOCH after the epoch is stored) come in a
 //     later Ready, after Advance.
+//
+// The Messages slice is the core's and valid until the next call to Ready: keep the
+// messages (they are values), not the slice.
 type Ready struct {
 	Messages  []Message
 	Persist   []Op

@@ -166,7 +166,7 @@ func runCommand(np **Node, line string) (string, error) {
 	switch f[0] {
 	case "new":
 		cfg := DefaultConfig(int(num("id")), nil, 100*time.Millisecond)
-		cfg.TimeoutTicks, cfg.RetryTicks = 5, 2
+		cfg.TimeoutTicks, cfg.RetryTicks, cfg.InitTicks = 5, 2, 12
 		if _, ok := args["window"]; ok {
 			cfg.Window = int(num("window"))
 		}

@@ -8,7 +8,6 @@ package zab
 import (
 	"bytes"
 	"container/heap"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -333,10 +332,17 @@ func (s *sim) drain(nd *simNode) {
 				s.fatalf("node %d: SNAP at %v but state is at %v", nd.id, m.Zxid, nd.sm.zxid)
 			}
 			state := nd.sm.encode(s.cfg.statePad)
-			err := StreamSnapshot(context.Background(), m, bytes.NewReader(state), s.cfg.chunk, func(c Message) error {
+			w, err := NewChunkWriter(m, s.cfg.chunk, func(c Message) error {
+				c.Data = bytes.Clone(c.Data) // the writer reuses it
 				s.send(nd, c)
 				return nil
 			})
+			if err == nil {
+				_, err = w.Write(state)
+			}
+			if err == nil {
+				err = w.Close()
+			}
 			if err != nil {
 				s.fatalf("stream snapshot: %v", err)
 			}

@@ -8,7 +8,7 @@
 //
 //	for n.HasReady() {
 //		rd := n.Ready()
-//		send(rd.Messages)      // a MsgSnap: stream the state (StreamSnapshot)
+//		send(rd.Messages)      // a MsgSnap: stream the state (ChunkWriter)
 //		persist(rd.Persist)    // in order, durably
 //		apply(rd.Committed)    // to the state machine, in order
 //		answer(rd.Results); record(rd.Events)

@@ -1,6 +1,7 @@
 package zkserver
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,7 +40,7 @@ type conn struct {
 
 	pmu      sync.Mutex
 	items    []*item       // requests in arrival order, not completed yet
-	barriers int           // non-write items in items
+	barriers int           // barrier items (reads and the like) in items
 	slots    chan struct{} // one per item in flight: bounds the pipeline
 	more     chan struct{} // wakes the processor
 
@@ -65,6 +66,9 @@ type item struct {
 	op      *datatree.Op
 	outcome <-chan Outcome // once submitted
 	run     func() bool
+	// barrier holds back the writes behind it until it has run: a read must not see
+	// a later write of its session. A ping reads nothing and holds back nothing.
+	barrier bool
 	// A request ZooKeeper refuses before it reaches the tree still consumes a
 	// zxid there (an error txn): poled submits a no-op for it and answers this.
 	refuse      zkproto.Code
@@ -157,9 +161,9 @@ func (c *conn) push(it *item) bool {
 	}
 	c.pmu.Lock()
 	c.items = append(c.items, it)
-	if it.op == nil {
+	if it.barrier {
 		c.barriers++
-	} else if c.barriers == 0 {
+	} else if it.op != nil && c.barriers == 0 {
 		c.submit(it)
 	}
 	c.pmu.Unlock()
@@ -185,13 +189,13 @@ func (c *conn) pop() {
 	head := c.items[0]
 	c.items[0] = nil
 	c.items = c.items[1:]
-	if head.op == nil {
+	if head.barrier {
 		c.barriers--
 		for _, it := range c.items {
-			if it.op == nil {
+			if it.barrier {
 				break
 			}
-			if it.outcome == nil {
+			if it.op != nil && it.outcome == nil {
 				c.submit(it)
 			}
 		}
@@ -251,9 +255,11 @@ func (c *conn) run() {
 }
 
 func (c *conn) reader() error {
+	// Buffered: a frame in one read, and the frames a client pipelined in the same one.
+	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(c.timeout))
-		frame, err := zkproto.ReadFrame(c.nc, c.srv.cfg.MaxFrame)
+		frame, err := zkproto.ReadFrame(r, c.srv.cfg.MaxFrame)
 		if err != nil {
 			return err
 		}
@@ -289,6 +295,10 @@ func (c *conn) reader() error {
 // prepare fills a pipeline item from a decoded request: the state change of a
 // write, or the function that runs anything else.
 func (c *conn) prepare(it *item, req zkproto.Message) {
+	// Before, a ping held back the session's later writes for a write's round trip:
+	// every third of a session timeout, ~2 % of a busy session's writes waited 40-80 ms
+	// (ZooKeeper forwards them at once; only its reads wait for the writes before them).
+	defer func() { it.barrier = it.op == nil && it.hdr.Type != zkproto.OpPing }()
 	it.op, it.run = c.prepareOp(it.hdr, req)
 	if it.op != nil || it.run != nil {
 		return
@@ -427,6 +437,9 @@ func (c *conn) completeWrite(it *item) bool {
 		hdr.Err, body = it.refuse, nil
 	case it.refuseMulti != nil:
 		body = &zkproto.MultiResponse{Results: it.refuseMulti}
+	}
+	if c.srv.cfg.Replied != nil {
+		c.srv.cfg.Replied(hdr.Zxid, it.recv)
 	}
 	c.reply(hdr, body)
 	return it.hdr.Type != zkproto.OpCloseSession

@@ -364,6 +364,33 @@ func TestWritesPipelined(t *testing.T) {
 	}
 }
 
+// TestPingHoldsBackNothing: a ping between writes is answered in its turn, but the
+// writes behind it go to the leader at once (it reads nothing a later write could
+// change), as ZooKeeper forwards them.
+func TestPingHoldsBackNothing(t *testing.T) {
+	sb := NewStandalone(datatree.New(), nil)
+	hb := &heldBackend{Standalone: sb}
+	hb.serving.Store(true)
+	f := startWith(t, Config{Tick: testTick}, hb, sb)
+	c := newRaw(t, f.addr)
+	var burst []byte
+	burst = zkproto.AppendFrame(burst, zkproto.EncodeRequest(zkproto.RequestHeader{Xid: 1, Type: zkproto.OpCreate}, &zkproto.CreateRequest{Path: "/a", ACL: zkproto.OpenACL}))
+	burst = zkproto.AppendFrame(burst, zkproto.EncodeRequest(zkproto.RequestHeader{Xid: zkproto.XidPing, Type: zkproto.OpPing}, nil))
+	burst = zkproto.AppendFrame(burst, zkproto.EncodeRequest(zkproto.RequestHeader{Xid: 2, Type: zkproto.OpCreate}, &zkproto.CreateRequest{Path: "/b", ACL: zkproto.OpenACL}))
+	c.nc.Write(burst)
+	eventually(t, "both writes submitted with the ping between them unanswered", func() bool { return hb.submitted() == 2 })
+	hb.release()
+	if h, _ := c.recv(zkproto.OpCreate); h.Xid != 1 || h.Err != zkproto.CodeOK {
+		t.Fatalf("first reply %+v", h)
+	}
+	if h, _ := c.recv(zkproto.OpPing); h.Xid != zkproto.XidPing {
+		t.Fatalf("second reply %+v, want the ping's", h)
+	}
+	if h, _ := c.recv(zkproto.OpCreate); h.Xid != 2 || h.Err != zkproto.CodeOK {
+		t.Fatalf("third reply %+v", h)
+	}
+}
+
 // TestNotServing: while the replica has no quorum, clients are turned away and the
 // four-letter words say so; CloseConnections drops the connected ones.
 func TestNotServing(t *testing.T) {

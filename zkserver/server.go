@@ -36,6 +36,9 @@ type Config struct {
 	Version           string        // four-letter-word version line; default DefaultVersion
 	HandshakeTimeout  time.Duration // time a new connection has to complete its handshake; default 10s
 	Logger            *slog.Logger  // default: discard
+	// Replied, if set, hears about each write just before its reply is queued: its zxid and
+	// when its request was read (the latency anatomy of a run). It must not block.
+	Replied func(zxid int64, recv time.Time)
 }
 
 func (c *Config) fill() error {

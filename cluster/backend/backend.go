@@ -7,7 +7,20 @@ const (
 	Local  = "local" // the embedded default: poled nodes in the harness process
 	Netns  = "netns"
 	Docker = "docker"
+	Swarm  = "swarm" // one service per server on a Docker Swarm, across machines
+	// Sim runs the servers' code in virtual time (package sim); it is a backend of
+	// the runner, not of package cluster: it has no processes or sockets to offer.
+	Sim = "sim"
 )
 
-// Names lists every backend cluster.New knows.
-func Names() []string { return []string{Local, Netns, Docker} }
+// Names lists every backend a spec may name.
+func Names() []string { return []string{Local, Netns, Docker, Swarm, Sim} }
+
+// Flavors of replica a backend can run.
+const (
+	FlavorPoled     = "poled"     // this project's replica (the default)
+	FlavorZooKeeper = "zookeeper" // Apache ZooKeeper 3.8, Debian's package, as the baseline
+)
+
+// Flavors lists every flavor a spec may name.
+func Flavors() []string { return []string{FlavorPoled, FlavorZooKeeper} }

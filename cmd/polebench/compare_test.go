@@ -10,7 +10,7 @@ import (
 )
 
 // TestCompareCLI checks compare's exit status and outputs on synthetic bench.json files
-// (the real runs are in TestNightlyCompareEndToEnd).
+// (the real runs are in TestTimingNightlyCompareEndToEnd).
 func TestCompareCLI(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, d1, lost []float64) string {

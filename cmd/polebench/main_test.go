@@ -33,6 +33,8 @@ func TestModelGolden(t *testing.T) {
 		{"model-two-dc.json", []string{"model", "--json", "two-dc"}},
 		// Fig. 7b, Dep. 3 with every request in D2; flags on both sides of SPEC.
 		{"model-dep3-p1.txt", []string{"model", "--p", "1", "experiments/three-dc-dep3.yaml", "--oracle", "latency"}},
+		// The jitter-aware term beside the plain model (a fixed seed: repeatable).
+		{"model-dep3-p1-jitter.txt", []string{"model", "three-dc-dep3", "--p", "1", "--oracle", "consensus", "--jitter-aware"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {

@@ -19,8 +19,9 @@ import (
 const modelSummary = "Print the analytic model for a spec: every live server's scores and the latency it would give as leader after the initial leader crashes, who each oracle elects, and the prediction before the crash"
 
 func runModel(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("model", "SPEC [--json] [overrides]", modelSummary, stderr)
+	fs := newFlags("model", "SPEC [--json] [--jitter-aware] [overrides]", modelSummary, stderr)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	jitter := fs.Bool("jitter-aware", false, "also show the jitter-aware term: each DC's latency with the spec's jittered links (the quorum waits for the k-th fastest round trip; links deliver in order) at its rates")
 	spec, err := specArg(fs, args, overrideFlags(fs))
 	if err != nil {
 		return err
@@ -29,12 +30,23 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var jt *jitterModel
+	if *jitter {
+		if jt, err = jitterTerms(spec, p); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
-		return writeModelJSON(stdout, p)
+		return writeModelJSON(stdout, p, jt)
 	}
 	var buf bytes.Buffer
 	if err := writeModelTable(&buf, spec, p); err != nil {
 		return err
+	}
+	if jt != nil {
+		if err := writeJitterTable(&buf, spec, p, jt); err != nil {
+			return err
+		}
 	}
 	_, err = stdout.Write(trimLines(buf.Bytes()))
 	return err
@@ -66,6 +78,28 @@ type jsonModel struct {
 	Elected map[string]int   `json:"elected"`
 	Ties    map[string][]int `json:"ties"`
 	Before  jsonServer       `json:"before"`
+	// Jitter (with --jitter-aware): the jitter-aware latencies, before the crash and per
+	// candidate after it.
+	Jitter *jsonJitter `json:"jitter,omitempty"`
+}
+
+type jsonJitter struct {
+	Before  jsonLeading   `json:"before"`
+	Servers []jsonLeading `json:"servers"`
+}
+
+type jsonLeading struct {
+	ID          int                `json:"id"`
+	LatencyByDC map[string]float64 `json:"latency_ms_by_dc"`
+	Mean        float64            `json:"mean_latency_ms"`
+}
+
+func toJSONLeading(l model.Leading) jsonLeading {
+	by := map[string]float64{}
+	for k, v := range l.LatencyByDC {
+		by[k] = round3(v)
+	}
+	return jsonLeading{ID: l.Leader, LatencyByDC: by, Mean: round3(l.Mean)}
 }
 
 // round3 keeps JSON readable: a microsecond is far below what the model can claim.
@@ -83,8 +117,14 @@ func toJSON(c model.Candidate) jsonServer {
 	}
 }
 
-func writeModelJSON(w io.Writer, p *model.Prediction) error {
+func writeModelJSON(w io.Writer, p *model.Prediction, jt *jitterModel) error {
 	out := jsonModel{Elected: map[string]int{}, Ties: map[string][]int{}, Before: toJSON(p.Before)}
+	if jt != nil {
+		out.Jitter = &jsonJitter{Before: toJSONLeading(jt.before.Leading(p.Before.ID))}
+		for _, c := range p.After.Candidates {
+			out.Jitter.Servers = append(out.Jitter.Servers, toJSONLeading(jt.after.Leading(c.ID)))
+		}
+	}
 	for _, c := range p.After.Candidates {
 		out.Servers = append(out.Servers, toJSON(c))
 	}
@@ -174,6 +214,59 @@ func candidateTable(w io.Writer, dcs []string, cs []model.Candidate) error {
 		}
 		row = append(row, fmt.Sprintf("%.2f", c.Mean), fmt.Sprintf("%.2f", c.Worst))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// jitterModel is the jitter-aware term before and after the crash.
+type jitterModel struct {
+	before, after *model.JitterTerm
+}
+
+// jitterTerms runs the jitter-aware term on the spec's links (its first repetition's
+// plan) for every server live, and for the servers left after the crash.
+func jitterTerms(s *spec.Spec, p *model.Prediction) (*jitterModel, error) {
+	t := p.After.Topo
+	plan := s.Plan(t, s.Seed)
+	var jt jitterModel
+	var err error
+	if jt.before, err = model.Jitter(t, t.Servers(), plan, 0); err != nil {
+		return nil, fmt.Errorf("jitter term before the crash: %w", err)
+	}
+	if jt.after, err = model.Jitter(t, p.After.Live, plan, 0); err != nil {
+		return nil, fmt.Errorf("jitter term after the crash: %w", err)
+	}
+	return &jt, nil
+}
+
+// writeJitterTable sets the jitter-aware latencies beside the plain ones.
+func writeJitterTable(w io.Writer, s *spec.Spec, p *model.Prediction, jt *jitterModel) error {
+	t := p.After.Topo
+	fmt.Fprintf(w, "\nWith jitter (%.3g %% %s, in-order links at lambda_T %.0f req/s): latency per DC, plain -> jittered (ms)\n",
+		s.Links.JitterPct, s.Links.Dist, t.LambdaT())
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"leader", "when"}
+	for _, d := range t.DCs() {
+		head = append(head, "lat "+d.Name)
+	}
+	head = append(head, "mean")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	row := func(c model.Candidate, when string, term *model.JitterTerm) {
+		j := term.Leading(c.ID)
+		cells := []string{topology.Name(c.ID), when}
+		for _, d := range t.DCs() {
+			if v, ok := c.LatencyByDC[d.Name]; ok {
+				cells = append(cells, fmt.Sprintf("%.2f -> %.2f", v, j.LatencyByDC[d.Name]))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		cells = append(cells, fmt.Sprintf("%.2f -> %.2f", c.Mean, j.Mean))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	row(p.Before, "before", jt.before)
+	for _, c := range p.After.Candidates {
+		row(c, "after", jt.after)
 	}
 	return tw.Flush()
 }

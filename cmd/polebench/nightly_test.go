@@ -8,12 +8,14 @@ import (
 	"testing"
 )
 
-// TestNightlyCompareEndToEnd runs three short nights on the local backend (real poled
-// processes, user-space links): a baseline, an identical rerun and one with 3 ms more
+// TestTimingNightlyCompareEndToEnd runs three short nights on the local backend (real
+// poled processes, user-space links): a baseline, an identical rerun and one with 3 ms more
 // RTT between the data centers. compare flags the slower night with exit status 1 and
 // passes the rerun with 0. Four repetitions per night: the fewest with which the exact
-// Mann-Whitney test can reach p < 0.05 (2/C(8,4) = 0.029).
-func TestNightlyCompareEndToEnd(t *testing.T) {
+// Mann-Whitney test can reach p < 0.05 (2/C(8,4) = 0.029). A timing test (make test
+// runs it alone): beside other packages' tests, identical nights' D1 means differed by
+// 0.9 ms and the +3 ms night's shift reached only p = 0.114.
+func TestTimingNightlyCompareEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three short nights of real runs (about 2 minutes)")
 	}

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/runner"
 	"github.com/polebench/polebench/workload"
 )
@@ -71,13 +74,43 @@ func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *
 			fmt.Fprintf(w, "%-8s %-7s %8.1f %8s %8.1f %8.1f %8.1f %7d\n", win, dc, st.Mean, model, st.P50, st.P99, st.Max, st.Count)
 		}
 	}
+	if hop := clientHop(dir); hop != "" {
+		fmt.Fprintf(w, "clients to servers, a hop the model does not have: %s\n", hop)
+	}
 	fmt.Fprintf(w, "requests: ok %d, failed %d, unknown %d; achieved %.0f of %.0f req/s; send lag p99 %.2f ms\n",
 		s.Requests.OK, s.Requests.Failed, s.Requests.Unknown, s.AchievedRate, s.OfferedRate, s.SendLagMS.P99)
 	if ver != nil {
 		fmt.Fprintf(w, "verification: %d keys read back from %d servers, %d acknowledged writes lost, linearizability %s\n",
 			ver.Keys, len(ver.Servers), ver.LostAcknowledgedWrites, ver.Linearizability)
 	}
+	printAnatomy(w, s)
 	fmt.Fprintf(w, "plot: %s\n", filepath.Join(dir, "latency.png"))
+	if len(s.Anatomy) > 0 {
+		fmt.Fprintf(w, "anatomy: %s, %s\n", filepath.Join(dir, "anatomy.png"), filepath.Join(dir, "phases.csv.gz"))
+	}
+}
+
+// printAnatomy says per window and DC where the time above the model went.
+func printAnatomy(w io.Writer, s *analysis.Summary) {
+	if len(s.Anatomy) == 0 {
+		return
+	}
+	cover := ""
+	if j := s.AnatomyJoin; j != nil && j.OK > 0 {
+		cover = fmt.Sprintf("; %.1f %% of acknowledged writes traced", 100*float64(j.Joined)/float64(j.OK))
+	}
+	fmt.Fprintf(w, "where the time above the model went (ms%s):\n", cover)
+	for _, win := range []string{"before", "after"} {
+		for _, dc := range slices.Sorted(maps.Keys(s.Anatomy[win])) {
+			st := s.Anatomy[win][dc]
+			e := st.ExcessMS
+			if dc == analysis.All || e == nil {
+				continue
+			}
+			fmt.Fprintf(w, "%-8s %-7s %+.1f ms over model: send lag %.1f, client %.1f, processing %.1f, jitter/in-order %.1f, other %.1f\n",
+				win, dc, e.Total, e.SendLag, e.Client, e.Processing, e.JitterInOrder, e.Other)
+		}
+	}
 }
 
 func printAggregate(w io.Writer, a *analysis.Repetitions) {
@@ -103,4 +136,33 @@ func printAggregate(w io.Writer, a *analysis.Repetitions) {
 	}
 	sort.Strings(leaders)
 	fmt.Fprintf(w, "  new leaders: %s; lost acknowledged writes: %d\n", strings.Join(leaders, " "), a.LostAcknowledgedWrites)
+}
+
+// clientHop says what the backend measured of the hop from the harness's clients to
+// each DC's servers (servers.json's client_rtt_ms: the swarm backend's clients reach
+// other machines), or "" when it measured nothing.
+func clientHop(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "servers.json"))
+	if err != nil {
+		return ""
+	}
+	var f struct{ Servers []cluster.Server }
+	if json.Unmarshal(b, &f) != nil {
+		return ""
+	}
+	sum, n := map[string]float64{}, map[string]int{}
+	for _, s := range f.Servers {
+		if s.ClientRTTms > 0 {
+			sum[s.DC] += s.ClientRTTms
+			n[s.DC]++
+		}
+	}
+	var parts []string
+	for _, dc := range slices.Sorted(maps.Keys(sum)) {
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", dc, sum[dc]/float64(n[dc])))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ") + " RTT (TCP connect, median per server)"
 }

@@ -87,7 +87,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	plan := spec.Plan(topo, spec.Seed)
 	cl, err := cluster.New(ctx, spec.Backend, cluster.Options{
 		Topology: topo, Oracle: spec.Oracle, InitialLeader: spec.InitialLeader, Plan: plan,
-		DataRoot: *dataRoot, PreloadMB: spec.PreloadMB, Label: "up",
+		DataRoot: *dataRoot, PreloadMB: spec.PreloadMB, Label: "up", Flavor: spec.Flavor,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -107,7 +107,11 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s cluster of %s (links: %s); Ctrl-C stops it\n", spec.Backend, spec.Name, cl.Links())
 	for _, s := range servers {
-		fmt.Fprintf(stdout, "  p%d  %-6s client %s  admin http://%s/status\n", s.ID, s.DC, s.Client, s.Admin)
+		node := ""
+		if s.Node != "" {
+			node = "  on " + s.Node
+		}
+		fmt.Fprintf(stdout, "  p%d  %-6s client %s  admin http://%s/status%s\n", s.ID, s.DC, s.Client, s.Admin, node)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	leader, err := cluster.WaitLeader(wctx, servers, cl.Alive)
@@ -122,7 +126,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 }
 
 func clusterDown(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("cluster down", "[LABEL]", "Remove every namespace, link, container, network, volume and process a crashed harness left behind (all polebench ones, or one label's)", stderr)
+	fs := newFlags("cluster down", "[LABEL]", "Remove every namespace, link, container, network, volume, process and swarm service and config a crashed harness left behind (all polebench ones, or one label's)", stderr)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagError(err)

@@ -5,8 +5,11 @@
 // /init script, and the static guest program (./guest). The guest builds a shipped
 // experiment's layout in network namespaces, applies the link plan with netem.Apply,
 // pings every ordered pair, checks each mean RTT within 5 % of the plan and the
-// jitter's Pareto shape, clears, and checks that nothing is left; /init prints
-// PassMarker or FailMarker and powers off.
+// jitter's Pareto shape, clears, and checks that nothing is left. Then it runs a real
+// poled in every namespace (itself, as poled's main: uid 65534, CAP_NET_ADMIN only,
+// link_mode kernel) that installs its own links, and checks the RTTs again, that a
+// poled without CAP_NET_ADMIN falls back to user space, and that stopping them leaves
+// every interface bare. /init prints PassMarker or FailMarker and powers off.
 //
 //	go run ./netem/vmtest/cmd/vmtest            # from the module root
 //

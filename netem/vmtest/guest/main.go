@@ -2,7 +2,9 @@
 // with sch_netem): it builds a shipped experiment's layout in network namespaces,
 // applies the link plan in every namespace with netem.Apply, pings every ordered
 // pair, checks the RTTs and the jitter against the plan, clears, and checks that
-// nothing is left. It exits 0 only if every check passed.
+// nothing is left; then it runs a poled in every namespace that installs its own
+// links (selfapply.go) and checks the same again. It exits 0 only if every check
+// passed.
 package main
 
 import (
@@ -12,8 +14,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/polebench/polebench/netem"
@@ -33,6 +38,9 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "poled" { // a replica of the self-applied phase
+		os.Exit(poledMain(os.Args[2:]))
+	}
 	var c config
 	flag.StringVar(&c.spec, "spec", "three-dc-dep1", "shipped experiment whose layout and RTTs are emulated")
 	flag.Int64Var(&c.seed, "seed", 1, "plan seed (the kernel's jitter PRNG)")
@@ -120,6 +128,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		return err
 	}
 	failures := report(out, topo, plan, results, c.ping)
+	failures = append(failures, partition(ctx, out, lab, topo, applied)...)
 
 	if err := clearAll(ctx, lab, before); err != nil {
 		failures = append(failures, err.Error())
@@ -137,10 +146,15 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			}
 		}
 	}
+	failures = append(failures, selfApplied(ctx, out, lab, topo, plan, applied, c.ping, before)...)
 	if len(failures) > 0 {
 		return errors.New(strings.Join(failures, "\n  "))
 	}
 	return nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 }
 
 func target(l *lab, n *node) netem.Target {
@@ -351,4 +365,65 @@ func (c *checker) pair(r pairResult, got summary, intra bool) (notes []string) {
 	}
 	return append(notes, fmt.Sprintf("%s shape ok (plan: median %+.3f, p5 %+.3f, p95 %+.3f from mean)",
 		ab.Dist, want.Median-want.Mean, want.P5-want.Mean, want.P95-want.Mean))
+}
+
+// partition cuts the first data center off from the others with the plan's Cut (the
+// kernel drops every packet between them), checks that no ping crosses the cut while
+// pairs on one side still answer within the plan, then heals by applying the plan
+// again and checks that the cut pairs answer once more.
+func partition(ctx context.Context, out io.Writer, l *lab, topo *topology.Topology, p netem.Plan) []string {
+	inside := topo.DCs()[0].Servers
+	var pairs [][2]int
+	for _, a := range inside {
+		for _, b := range topo.Servers() {
+			if !slices.Contains(inside, b) {
+				pairs = append(pairs, [2]int{a, b})
+			}
+		}
+	}
+	crosses := func(r pairResult) bool { return slices.Contains(inside, r.from) != slices.Contains(inside, r.to) }
+	s := pingSpec{Samples: 10, Warmup: 1, Interval: 20 * time.Millisecond}
+	if err := applyAll(ctx, io.Discard, l, p.Cut(pairs)); err != nil {
+		return []string{"partition: " + err.Error()}
+	}
+	cut, err := measure(ctx, l, s)
+	if err != nil {
+		return []string{"partition: " + err.Error()}
+	}
+	var failures []string
+	var crossed, kept int
+	for _, r := range cut {
+		if crosses(r) {
+			crossed += len(r.rtts)
+			if len(r.rtts) > 0 {
+				failures = append(failures, fmt.Sprintf("partition: %s answered %d of %d pings across the cut", pairName(r.from, r.to), len(r.rtts), r.sent))
+			}
+			continue
+		}
+		kept += len(r.rtts)
+		if want := ms(p.RTT(r.from, r.to)); len(r.rtts) < r.sent || summarize(r.rtts).Mean > want*1.1+1 {
+			failures = append(failures, fmt.Sprintf("partition: %s on one side: %d of %d replies, mean %.3f ms (plan %.3f)",
+				pairName(r.from, r.to), len(r.rtts), r.sent, summarize(r.rtts).Mean, want))
+		}
+	}
+	fmt.Fprintf(out, "== partition %v | rest (%d cut links at 100%% loss): %d replies across the cut, %d on either side\n",
+		inside, 2*len(pairs), crossed, kept)
+	if err := applyAll(ctx, io.Discard, l, p); err != nil {
+		return append(failures, "heal: "+err.Error())
+	}
+	healed, err := measure(ctx, l, s)
+	if err != nil {
+		return append(failures, "heal: "+err.Error())
+	}
+	var back int
+	for _, r := range healed {
+		if crosses(r) {
+			back += len(r.rtts)
+			if len(r.rtts) < r.sent/2 {
+				failures = append(failures, fmt.Sprintf("heal: %s answered %d of %d pings", pairName(r.from, r.to), len(r.rtts), r.sent))
+			}
+		}
+	}
+	fmt.Fprintf(out, "== healed (the plan applied again): %d replies across the former cut\n", back)
+	return failures
 }

@@ -1,0 +1,136 @@
+package analysis
+
+import (
+	"math"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/polebench/polebench/trace"
+	"github.com/polebench/polebench/workload"
+)
+
+// A write sent to follower p1 with leader p3 (quorum completed by p2's ACK), one sent
+// to the leader itself, and one whose leader left no marks; the servers' clock is the
+// records' plus start.
+func anatomyFixture() ([]workload.Record, map[int][]trace.Mark, int64) {
+	const start = 1_000_000_000
+	ms := func(v float64) int64 { return start + int64(v*1e6) }
+	z1, z2, z3 := uint64(1<<32|1), uint64(1<<32|2), uint64(1<<32|3)
+	recs := []workload.Record{
+		{ID: 1, DC: "D1", Server: 1, Intended: 10 * time.Millisecond, Sent: 10200 * time.Microsecond, Done: 32 * time.Millisecond, Outcome: workload.OK, Zxid: int64(z1)},
+		{ID: 2, DC: "D2", Server: 3, Intended: 11 * time.Millisecond, Sent: 11100 * time.Microsecond, Done: 12 * time.Millisecond, Outcome: workload.OK, Zxid: int64(z2)},
+		{ID: 3, DC: "D2", Server: 3, Intended: 12 * time.Millisecond, Sent: 12100 * time.Microsecond, Done: 13 * time.Millisecond, Outcome: workload.OK, Zxid: int64(z3)},
+		{ID: 4, DC: "D1", Server: 1, Intended: 13 * time.Millisecond, Sent: -1, Done: 14 * time.Millisecond, Outcome: workload.Failed},
+	}
+	marks := map[int][]trace.Mark{
+		1: { // S of z1
+			{Zxid: z1, At: ms(10.3), Kind: trace.Recv}, {Zxid: z1, At: ms(10.4), Kind: trace.Submit},
+			{Zxid: z1, At: ms(31.0), Kind: trace.CommitArrived}, {Zxid: z1, At: ms(31.2), Kind: trace.Applied},
+			{Zxid: z1, At: ms(31.3), Kind: trace.Reply},
+		},
+		2: { // the deciding follower of z1
+			{Zxid: z1, At: ms(20.7), Kind: trace.PropArrived}, {Zxid: z1, At: ms(20.8), Kind: trace.Acked},
+		},
+		3: { // the leader; S of z2
+			{Zxid: z1, At: ms(20.5), Kind: trace.Arrived}, {Zxid: z1, At: ms(20.6), Kind: trace.Proposed},
+			{Zxid: z1, At: ms(20.9), Kind: trace.Quorum, Peer: 2}, {Zxid: z1, At: ms(21.0), Kind: trace.Committed},
+			{Zxid: z2, At: ms(11.2), Kind: trace.Recv}, {Zxid: z2, At: ms(11.3), Kind: trace.Submit},
+			{Zxid: z2, At: ms(11.3), Kind: trace.Arrived}, {Zxid: z2, At: ms(11.4), Kind: trace.Proposed},
+			{Zxid: z2, At: ms(11.6), Kind: trace.Quorum, Peer: 1}, {Zxid: z2, At: ms(11.7), Kind: trace.Committed},
+			{Zxid: z2, At: ms(11.75), Kind: trace.Applied}, {Zxid: z2, At: ms(11.8), Kind: trace.Reply},
+		},
+	}
+	return recs, marks, start
+}
+
+func TestJoin(t *testing.T) {
+	recs, marks, start := anatomyFixture()
+	paths, st := Join(recs, marks, start)
+	if want := (JoinStats{OK: 3, Joined: 2, Missing: map[string]int{"server": 1}}); !reflect.DeepEqual(st, want) {
+		// z3 has no marks on its server: counted, not joined.
+		t.Fatalf("join stats %+v, want %+v", st, want)
+	}
+	p := paths[0]
+	if p.Server != 1 || p.Leader != 3 || p.Follower != 2 {
+		t.Fatalf("path 1: server %d leader %d follower %d, want 1 3 2", p.Server, p.Leader, p.Follower)
+	}
+	want := map[string]float64{"send_lag": 0.2, "to_server": 0.1, "intake": 0.1, "forward": 10.1, "leader": 0.1,
+		"quorum": 0.3, "commit": 0.1, "commit_back": 10, "apply": 0.2, "reply": 0.1, "to_client": 0.7}
+	var sum time.Duration
+	for i, ph := range Phases {
+		if got := ms(p.Phase(i)); math.Abs(got-want[ph.Name]) > 1e-9 {
+			t.Errorf("path 1: %s = %.4f ms, want %.4f", ph.Name, got, want[ph.Name])
+		}
+		sum += p.Phase(i)
+	}
+	if sum != p.Latency() || p.Latency() != 22*time.Millisecond {
+		t.Errorf("path 1: phases sum to %v, latency %v, want both 22ms", sum, p.Latency())
+	}
+	if h := p.FollowerHold(); h != 100*time.Microsecond {
+		t.Errorf("path 1: follower hold %v, want 100µs", h)
+	}
+	q := paths[1]
+	if q.Server != 3 || q.Leader != 3 || q.Follower != 0 || q.Phase(3) != 0 || q.Phase(7) != 0 {
+		t.Errorf("path 2 (on the leader): server %d leader %d follower %d forward %v commit back %v; want 3 3 0 0 0",
+			q.Server, q.Leader, q.Follower, q.Phase(3), q.Phase(7))
+	}
+
+	file := filepath.Join(t.TempDir(), "phases.csv.gz")
+	if err := WritePaths(file, paths); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadPaths(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, paths) {
+		t.Fatalf("phases.csv.gz round trip:\n%+v\nwant\n%+v", back, paths)
+	}
+}
+
+func TestAnatomize(t *testing.T) {
+	recs, marks, start := anatomyFixture()
+	paths, _ := Join(recs, marks, start)
+	model := func(w string, s, l int) (ModelSplit, bool) {
+		if s == l {
+			return ModelSplit{Quorum: 0.2, Jitter: 0.01}, true
+		}
+		return ModelSplit{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, true
+	}
+	w := []Window{{Name: "before", From: 0, To: time.Second}}
+	a := Anatomize(paths, w, model, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}})
+	d1 := a["before"]["D1"]
+	if d1.Count != 1 || d1.Coverage != 1 || math.Abs(d1.MeasuredMS-22) > 1e-9 || d1.Negative != 0 {
+		t.Fatalf("D1: %+v", d1)
+	}
+	e := d1.ExcessMS
+	wantE := Excess{Total: 1.8, SendLag: 0.2, Client: 0.8, Processing: 0.7, JitterInOrder: 0.05, Other: 0.05}
+	for name, got := range map[string][2]float64{"total": {e.Total, wantE.Total}, "send lag": {e.SendLag, wantE.SendLag},
+		"client": {e.Client, wantE.Client}, "processing": {e.Processing, wantE.Processing},
+		"jitter": {e.JitterInOrder, wantE.JitterInOrder}, "other": {e.Other, wantE.Other}} {
+		if math.Abs(got[0]-got[1]) > 1e-9 {
+			t.Errorf("D1 excess %s = %.4f, want %.4f", name, got[0], got[1])
+		}
+	}
+	if parts := e.SendLag + e.Client + e.Processing + e.JitterInOrder + e.Other; math.Abs(parts-e.Total) > 1e-9 {
+		t.Errorf("D1 excess parts add up to %.4f, total %.4f", parts, e.Total)
+	}
+	if d2 := a["before"]["D2"]; d2.Count != 1 || d2.Coverage != 0.5 {
+		t.Errorf("D2: count %d coverage %v, want 1 and 0.5 (one of two acknowledged writes joined)", d2.Count, d2.Coverage)
+	}
+	if a["before"][All].Count != 2 {
+		t.Errorf("all: count %d, want 2", a["before"][All].Count)
+	}
+
+	// Out of order steps are counted, not hidden.
+	bad := append([]Path(nil), paths...)
+	bad[0].At[StepReply] = bad[0].At[StepApplied] - time.Microsecond
+	if n := Anatomize(bad, w, nil, nil)["before"]["D1"].Negative; n != 1 {
+		t.Errorf("a reply before its apply: negative = %d, want 1", n)
+	}
+	if Anatomize(bad, w, nil, nil)["before"]["D1"].ExcessMS != nil {
+		t.Error("an excess without a model")
+	}
+}

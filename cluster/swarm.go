@@ -1,0 +1,873 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/swarm"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/polebench/polebench/cluster/image"
+	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/topology"
+)
+
+// The swarm backend runs each server as a Docker Swarm service of one task, placed on
+// a node of its data center, on an attachable overlay network of the run. The replicas
+// emulate their own links (replica.LinksAuto): the kernel plan on their own interface
+// when they have CAP_NET_ADMIN (every task gets it) and the node's kernel has
+// sch_netem, else user space. Peers reach each other by service name (DNS round robin,
+// so a name is the task's own address: no virtual IP, no IPVS), which is how a replica
+// learns its peers' addresses for the kernel plan's filters, again after a restart.
+// Clients reach a server at its node's address, on ports published in host mode.
+
+// LabelSwarmRun marks everything the swarm backend creates (services, their
+// containers, configs, networks, volumes) with the run's label. It is not the docker
+// backend's LabelRun, so neither backend's cleanup touches the other's objects.
+const LabelSwarmRun = "polebench.swarm"
+
+// SwarmLabelDC is the node label that puts a data center's servers on a node:
+// `docker node update --label-add polebench.dc=D1 NODE`.
+const SwarmLabelDC = "polebench.dc"
+
+// The swarm backend's settings from the environment (SwarmConfigFromEnv): where the
+// nodes' engines are, a registry to use instead of loading the image into each, and
+// the first published port. They describe the machines, not the experiment, so they
+// are not spec fields.
+const (
+	SwarmEnginesEnv  = "POLEBENCH_SWARM_ENGINES"  // comma-separated engine addresses (DOCKER_HOST syntax)
+	SwarmRegistryEnv = "POLEBENCH_SWARM_REGISTRY" // host:port of a registry the nodes pull from
+	SwarmPortsEnv    = "POLEBENCH_SWARM_PORTS"    // first published port (default SwarmPortBase)
+)
+
+// SwarmPortBase is where published ports start: server N publishes its client port
+// as SwarmPortBase+N and its admin port as SwarmPortBase+100+N on its node.
+const SwarmPortBase = 21800
+
+// swarmMaxServers keeps the published ports of client and admin apart.
+const swarmMaxServers = 99
+
+// How long a task may take to run and listen, and how long removal may take.
+const (
+	swarmReadyTimeout   = 2 * time.Minute
+	swarmLinksTimeout   = 30 * time.Second
+	swarmRemoveTimeout  = time.Minute
+	swarmClientRTTProbe = 10 // connections timed per server
+)
+
+// swarmSubnets is where run networks come from: 10.216.k.0/24 (netns runs use 10.215).
+var swarmSubnets = netip.MustParsePrefix("10.216.0.0/16")
+
+// SwarmConfig holds the swarm backend's settings beyond Options.
+type SwarmConfig struct {
+	// Engines are addresses of the nodes' Docker engines (unix://..., tcp://HOST:2375)
+	// besides the manager's own and those of the Docker CLI's contexts.
+	Engines []string
+	// Registry, if set, is a registry (host:port) the image is pushed to and every
+	// node pulls it from, instead of loading it into each node's engine.
+	Registry string
+	// PortBase is the first published port (0: SwarmPortBase).
+	PortBase int
+	// Image, Binary and Source choose the poled image as DockerConfig's do.
+	Image, Binary, Source string
+}
+
+// SwarmConfigFromEnv reads the swarm backend's settings from the environment.
+func SwarmConfigFromEnv() (SwarmConfig, error) {
+	c := SwarmConfig{Binary: os.Getenv(PoledEnv), Registry: os.Getenv(SwarmRegistryEnv)}
+	for h := range strings.SplitSeq(os.Getenv(SwarmEnginesEnv), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if !strings.Contains(h, "://") {
+				return c, fmt.Errorf("%s: %q is not an engine address (unix:///PATH or tcp://HOST:PORT)", SwarmEnginesEnv, h)
+			}
+			c.Engines = append(c.Engines, h)
+		}
+	}
+	if v := os.Getenv(SwarmPortsEnv); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1024 || p+100+swarmMaxServers > 65535 {
+			return c, fmt.Errorf("%s: %q is not a port between 1024 and %d", SwarmPortsEnv, v, 65535-100-swarmMaxServers)
+		}
+		c.PortBase = p
+	}
+	return c, nil
+}
+
+// NewSwarm starts opts' cluster on the Docker Swarm whose manager DOCKER_HOST names
+// (the local engine by default), with SwarmConfigFromEnv's settings.
+func NewSwarm(ctx context.Context, opts Options) (Cluster, error) {
+	c, err := SwarmConfigFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("swarm backend: %w", err)
+	}
+	return NewSwarmWith(ctx, opts, c)
+}
+
+type swarmServer struct {
+	Server
+	service string // name; also the host name peers reach it by
+	node    string // node ID it is pinned to (its volume lives there)
+	addr    string // its address on the run's network, while it runs
+	alive   bool
+}
+
+type swarmCluster struct {
+	cli     *client.Client // the manager
+	engines swarmEngines   // node ID -> engine
+	log     *slog.Logger
+	label   string
+	name    string // polebench-<label>: services, configs, volumes and the network
+	links   string
+
+	mu      sync.Mutex
+	servers []*swarmServer // index id-1
+	closed  bool
+}
+
+// NewSwarmWith is NewSwarm with explicit settings. It places every server on a node
+// (SwarmLabelDC; a swarm of one node takes every DC), gets the poled image onto those
+// nodes, creates the run's overlay network, one config per server plus the link plan,
+// and one service per server, and returns once every server listens and has its
+// links in place. On error it removes whatever it created.
+func NewSwarmWith(ctx context.Context, opts Options, sc SwarmConfig) (Cluster, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := opts.Topology
+	if t == nil {
+		return nil, errors.New("swarm backend: no topology")
+	}
+	if opts.Flavor != "" && opts.Flavor != Poled {
+		return nil, fmt.Errorf("swarm backend: flavor %q is not supported (only %q)", opts.Flavor, Poled)
+	}
+	if n := t.N(); n > swarmMaxServers {
+		return nil, fmt.Errorf("swarm backend: %d servers, at most %d", n, swarmMaxServers)
+	}
+	if err := opts.Plan.Validate(); err != nil || len(opts.Plan.Links) == 0 {
+		return nil, fmt.Errorf("swarm backend: link plan: %v (make one with netem.NewPlan)", cmp.Or(err, errors.New("empty")))
+	}
+	if got := opts.Plan.Servers(); !slices.Equal(got, t.Servers()) {
+		return nil, fmt.Errorf("swarm backend: the link plan covers servers %v, the topology has %v", got, t.Servers())
+	}
+	if sc.PortBase == 0 {
+		sc.PortBase = SwarmPortBase
+	}
+	label := opts.Label
+	if label == "" {
+		label = "run-" + time.Now().UTC().Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())
+	}
+	if err := netnsCheckLabel(label); err != nil {
+		return nil, fmt.Errorf("swarm backend: %w", err)
+	}
+	cli, err := image.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("swarm backend: %w", err)
+	}
+	info, err := cli.Info(ctx)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("swarm backend: %w", err)
+	}
+	if info.Swarm.LocalNodeState != swarm.LocalNodeStateActive || !info.Swarm.ControlAvailable {
+		cli.Close()
+		return nil, fmt.Errorf("swarm backend: the Docker engine at %s is not a swarm manager (swarm %s): run `docker swarm init` there, or point DOCKER_HOST at a manager",
+			cli.DaemonHost(), cmp.Or(string(info.Swarm.LocalNodeState), "inactive"))
+	}
+	s := &swarmCluster{cli: cli, log: log.With("backend", "swarm", "run", label), label: label, name: swarmName(label)}
+	s.engines = swarmConnectEngines(ctx, cli, info.Swarm.NodeID, info.Swarm.Cluster.ID, sc.Engines, s.log)
+	if left, err := swarmObjects(ctx, cli, s.engines, label); err != nil || len(left) > 0 {
+		s.engines.close(cli)
+		cli.Close()
+		if err != nil {
+			return nil, fmt.Errorf("swarm backend: %w", err)
+		}
+		return nil, fmt.Errorf("swarm backend: run %q already exists (%v; a crashed run?): remove it with `polebench cluster down %s`", label, left, label)
+	}
+	if err := s.start(ctx, opts, sc); err != nil {
+		cctx, cancel := dockerDetach(ctx)
+		defer cancel()
+		if cerr := s.Close(cctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cleanup: %w", cerr))
+		}
+		return nil, fmt.Errorf("swarm backend: %w", err)
+	}
+	return s, nil
+}
+
+func (s *swarmCluster) start(ctx context.Context, opts Options, sc SwarmConfig) error {
+	t := opts.Topology
+	nodes, err := s.cli.NodeList(ctx, swarm.NodeListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	place, err := swarmPlace(t, nodes)
+	if err != nil {
+		return err
+	}
+	used := map[string]swarm.Node{}
+	for _, nd := range place {
+		used[nd.ID] = nd
+	}
+	var noEngine []string
+	for id, nd := range used {
+		if s.engines[id] == nil {
+			noEngine = append(noEngine, swarmNodeName(nd))
+		}
+	}
+	if len(noEngine) > 0 {
+		slices.Sort(noEngine)
+		return fmt.Errorf("no Docker engine address for node %s: add it to %s (e.g. tcp://ADDR:2375) or create a Docker context for it (docker context create NAME --docker host=tcp://ADDR:2376,ca=...,cert=...,key=...)",
+			strings.Join(noEngine, ", "), SwarmEnginesEnv)
+	}
+
+	ref, err := s.image(ctx, sc, used)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	octx, cancel := dockerDetach(ctx)
+	netID, subnet, err := s.createNetwork(octx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	peers := make([]replica.Peer, 0, t.N())
+	for _, id := range t.Servers() {
+		peers = append(peers, replica.Peer{ID: id, Host: s.service(id), ClientPort: DockerClientPort, PeerPort: DockerPeerPort,
+			ElectionPort: DockerElectionPort, AdminPort: DockerAdminPort})
+	}
+	planJSON, err := json.MarshalIndent(opts.Plan, "", "  ")
+	if err != nil {
+		return err
+	}
+	octx, cancel = dockerDetach(ctx)
+	planRef, err := s.createConfig(octx, s.name+"-plan", planJSON)
+	cancel()
+	if err != nil {
+		return err
+	}
+	for _, id := range t.Servers() {
+		nd := place[id]
+		addr := swarmNodeAddr(nd)
+		sv := &swarmServer{
+			Server: Server{ID: id, DC: t.DC(id), Node: swarmNodeName(nd),
+				Client: net.JoinHostPort(addr, strconv.Itoa(sc.PortBase+id)),
+				Admin:  net.JoinHostPort(addr, strconv.Itoa(sc.PortBase+100+id))},
+			service: s.service(id), node: nd.ID,
+		}
+		cfg := replica.Config{
+			ID: id, Servers: peers, DataDir: image.DataDir, Oracle: opts.Oracle, InitialLeader: opts.InitialLeader,
+			Fsync: opts.Fsync, PreloadMB: opts.PreloadMB, ListenHost: "0.0.0.0",
+			LinkPlan: image.ConfigDir + "/plan.json", LinkMode: replica.LinksAuto,
+		}
+		check := cfg
+		check.Defaults()
+		if err := check.Validate(); err != nil {
+			return fmt.Errorf("p%d config: %w", id, err)
+		}
+		s.mu.Lock()
+		s.servers = append(s.servers, sv)
+		s.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		octx, cancel := dockerDetach(ctx)
+		err := s.createService(octx, sv, ref, netID, cfg, planRef, sc.PortBase)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("p%d: %w", id, err)
+		}
+	}
+	errs := make([]error, len(s.servers))
+	var wg sync.WaitGroup
+	for i, sv := range s.servers {
+		wg.Go(func() { errs[i] = s.waitRunning(ctx, sv, "") })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := s.waitLinks(ctx); err != nil {
+		return err
+	}
+	s.measureClients(ctx)
+	s.log.Info("cluster up", "servers", len(s.servers), "nodes", len(used), "network", s.name, "subnet", subnet, "links", s.links)
+	return nil
+}
+
+// swarmName names the run's swarm objects: the swarm wants DNS name components (at
+// most 63 letters, digits and hyphens), and services and configs add to this name.
+func swarmName(label string) string {
+	name := "polebench-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, label)
+	if len(name) > 45 {
+		sum := sha256.Sum256([]byte(label))
+		name = fmt.Sprintf("%s-%x", strings.TrimRight(name[:36], "-"), sum[:4])
+	}
+	return name
+}
+
+func (s *swarmCluster) service(id int) string { return s.name + "-p" + strconv.Itoa(id) }
+
+func (s *swarmCluster) labels(id int) map[string]string {
+	l := map[string]string{LabelSwarmRun: s.label}
+	if id > 0 {
+		l[LabelServer] = strconv.Itoa(id)
+	}
+	return l
+}
+
+// swarmPlace gives every server a node: a data center's servers go round robin over
+// the ready, active nodes labelled SwarmLabelDC=<DC> (ordered by host name, then ID).
+// A swarm of one such node with no SwarmLabelDC label at all takes every server.
+// Each server stays on its node for the run: its volume is there.
+func swarmPlace(t *topology.Topology, nodes []swarm.Node) (map[int]swarm.Node, error) {
+	var usable []swarm.Node
+	labelled := false
+	for _, nd := range nodes {
+		if nd.Status.State == swarm.NodeStateReady && nd.Spec.Availability == swarm.NodeAvailabilityActive {
+			usable = append(usable, nd)
+			_, ok := nd.Spec.Labels[SwarmLabelDC]
+			labelled = labelled || ok
+		}
+	}
+	if len(usable) == 0 {
+		return nil, errors.New("no ready, active node in the swarm")
+	}
+	slices.SortFunc(usable, func(a, b swarm.Node) int {
+		return cmp.Or(strings.Compare(a.Description.Hostname, b.Description.Hostname), strings.Compare(a.ID, b.ID))
+	})
+	place := map[int]swarm.Node{}
+	if len(usable) == 1 && !labelled {
+		for _, id := range t.Servers() {
+			place[id] = usable[0]
+		}
+		return place, nil
+	}
+	var errs []error
+	for _, dc := range t.DCs() {
+		var in []swarm.Node
+		for _, nd := range usable {
+			if nd.Spec.Labels[SwarmLabelDC] == dc.Name {
+				in = append(in, nd)
+			}
+		}
+		if len(in) == 0 {
+			errs = append(errs, fmt.Errorf("no ready node is labelled %s=%s for DC %s's servers %v (docker node update --label-add %s=%s NODE)",
+				SwarmLabelDC, dc.Name, dc.Name, dc.Servers, SwarmLabelDC, dc.Name))
+			continue
+		}
+		for i, id := range dc.Servers {
+			place[id] = in[i%len(in)]
+		}
+	}
+	return place, errors.Join(errs...)
+}
+
+// swarmNodeName is how errors and servers.json name a node: host name and short ID.
+func swarmNodeName(nd swarm.Node) string {
+	return nd.Description.Hostname + "/" + nd.ID[:min(len(nd.ID), 12)]
+}
+
+// swarmNodeAddr is where clients reach a node's published ports: the address it
+// advertises to the swarm (a manager may report 0.0.0.0 there; its raft address then).
+func swarmNodeAddr(nd swarm.Node) string {
+	if a, err := netip.ParseAddr(nd.Status.Addr); err == nil && !a.IsUnspecified() {
+		return a.String()
+	}
+	if nd.ManagerStatus != nil {
+		if h, _, err := net.SplitHostPort(nd.ManagerStatus.Addr); err == nil {
+			return h
+		}
+	}
+	return nd.Status.Addr
+}
+
+// image makes sure every used node has the poled image and returns how services name
+// it: by ID when loaded into the engines (no pull is ever tried), by the registry's
+// name when pushed there.
+func (s *swarmCluster) image(ctx context.Context, sc SwarmConfig, used map[string]swarm.Node) (string, error) {
+	ref := sc.Image
+	if ref == "" {
+		var err error
+		t0 := time.Now()
+		if ref, _, err = image.Poled(ctx, s.cli, image.Options{Binary: sc.Binary, Source: sc.Source, Logger: s.log}); err != nil {
+			return "", fmt.Errorf("poled image: %w", err)
+		}
+		s.log.Info("poled image ready", "tag", ref, "took", time.Since(t0).Round(time.Millisecond))
+	}
+	if sc.Registry != "" {
+		pushed, err := swarmPushImage(ctx, s.cli, ref, sc.Registry)
+		if err != nil {
+			return "", err
+		}
+		s.log.Info("poled image pushed; nodes pull it", "image", pushed)
+		return pushed, nil
+	}
+	img, err := s.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("poled image %s: %w", ref, err)
+	}
+	for id, nd := range used {
+		t0 := time.Now()
+		loaded, err := swarmLoadImage(ctx, s.cli, s.engines[id], ref, img.ID)
+		if err != nil {
+			return "", fmt.Errorf("node %s: %w", swarmNodeName(nd), err)
+		}
+		if loaded {
+			s.log.Info("poled image loaded", "node", swarmNodeName(nd), "took", time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	return img.ID, nil
+}
+
+// createNetwork makes the run's attachable overlay network on a /24 of swarmSubnets
+// that no network of the manager uses, starting at one the label picks.
+func (s *swarmCluster) createNetwork(ctx context.Context) (string, netip.Prefix, error) {
+	nets, err := s.cli.NetworkList(ctx, network.ListOptions{})
+	if err != nil {
+		return "", netip.Prefix{}, fmt.Errorf("list networks: %w", err)
+	}
+	taken := map[netip.Prefix]bool{}
+	for _, n := range nets {
+		for _, c := range n.IPAM.Config {
+			if p, err := netip.ParsePrefix(c.Subnet); err == nil {
+				taken[p.Masked()] = true
+			}
+		}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(s.label))
+	for i := range 256 {
+		b := swarmSubnets.Addr().As4()
+		b[2] = byte((int(h.Sum32()) + i) % 256)
+		p := netip.PrefixFrom(netip.AddrFrom4(b), 24)
+		if taken[p] {
+			continue
+		}
+		resp, err := s.cli.NetworkCreate(ctx, s.name, network.CreateOptions{
+			Driver: "overlay", Scope: "swarm", Attachable: true, Labels: s.labels(0),
+			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
+		})
+		if err != nil {
+			return "", p, fmt.Errorf("create overlay network %s on %s: %w", s.name, p, err)
+		}
+		return resp.ID, p, nil
+	}
+	return "", netip.Prefix{}, fmt.Errorf("every /24 of %s is taken", swarmSubnets)
+}
+
+func (s *swarmCluster) createConfig(ctx context.Context, name string, data []byte) (*swarm.ConfigReference, error) {
+	// A config's content is immutable: a name per content lets a leftover be told apart.
+	sum := sha256.Sum256(data)
+	name = fmt.Sprintf("%s-%x", name, sum[:4])
+	resp, err := s.cli.ConfigCreate(ctx, swarm.ConfigSpec{Annotations: swarm.Annotations{Name: name, Labels: s.labels(0)}, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("create config %s: %w", name, err)
+	}
+	return &swarm.ConfigReference{ConfigID: resp.ID, ConfigName: name}, nil
+}
+
+// createService makes server sv's service: one replica, never restarted by the swarm,
+// pinned to its node, on the run's network under its service name (DNS round robin:
+// the name resolves to the task itself), its data on a labelled volume, its config and
+// the plan as files, CAP_NET_ADMIN to install its own links, and its client and admin
+// ports published in host mode on the node.
+func (s *swarmCluster) createService(ctx context.Context, sv *swarmServer, ref, netID string, cfg replica.Config, plan *swarm.ConfigReference, base int) error {
+	conf, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	own, err := s.createConfig(ctx, sv.service, conf)
+	if err != nil {
+		return err
+	}
+	file := func(ref *swarm.ConfigReference, name string) *swarm.ConfigReference {
+		r := *ref
+		r.File = &swarm.ConfigReferenceFileTarget{Name: image.ConfigDir + "/" + name, UID: "0", GID: "0", Mode: 0o444}
+		return &r
+	}
+	one := uint64(1)
+	labels := s.labels(sv.ID)
+	spec := swarm.ServiceSpec{
+		Annotations: swarm.Annotations{Name: sv.service, Labels: labels},
+		TaskTemplate: swarm.TaskSpec{
+			ContainerSpec: &swarm.ContainerSpec{
+				Image:         ref,
+				Args:          []string{"--config", image.ConfigDir + "/poled.json"},
+				Hostname:      "p" + strconv.Itoa(sv.ID),
+				Labels:        labels,
+				Mounts:        []mount.Mount{{Type: mount.TypeVolume, Source: sv.service, Target: image.DataDir, VolumeOptions: &mount.VolumeOptions{Labels: labels}}},
+				Configs:       []*swarm.ConfigReference{file(own, "poled.json"), file(plan, "plan.json")},
+				CapabilityAdd: []string{"CAP_NET_ADMIN"},
+				StopSignal:    "SIGKILL", // removal at the end needs no grace
+			},
+			RestartPolicy: &swarm.RestartPolicy{Condition: swarm.RestartPolicyConditionNone},
+			Placement:     &swarm.Placement{Constraints: []string{"node.id==" + sv.node}},
+			Networks:      []swarm.NetworkAttachmentConfig{{Target: netID}},
+			LogDriver:     &swarm.Driver{Name: "json-file"}, // readable by ServiceLogs whatever the nodes' default
+		},
+		Mode: swarm.ServiceMode{Replicated: &swarm.ReplicatedService{Replicas: &one}},
+		EndpointSpec: &swarm.EndpointSpec{Mode: swarm.ResolutionModeDNSRR, Ports: []swarm.PortConfig{
+			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: DockerClientPort, PublishedPort: uint32(base + sv.ID), PublishMode: swarm.PortConfigPublishModeHost},
+			{Protocol: swarm.PortConfigProtocolTCP, TargetPort: DockerAdminPort, PublishedPort: uint32(base + 100 + sv.ID), PublishMode: swarm.PortConfigPublishModeHost},
+		}},
+	}
+	if _, err := s.cli.ServiceCreate(ctx, spec, swarm.ServiceCreateOptions{}); err != nil {
+		return fmt.Errorf("create service %s: %w", sv.service, err)
+	}
+	return nil
+}
+
+// task is the service's task that should run (the newest), if any.
+func (s *swarmCluster) task(ctx context.Context, sv *swarmServer) (*swarm.Task, error) {
+	ts, err := s.cli.TaskList(ctx, swarm.TaskListOptions{Filters: filters.NewArgs(filters.Arg("service", sv.service))})
+	if err != nil {
+		return nil, fmt.Errorf("tasks of %s: %w", sv.service, err)
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	newest := slices.MaxFunc(ts, func(a, b swarm.Task) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return &newest, nil
+}
+
+// waitRunning waits until sv's newest task (other than the task prev) runs and its
+// ports answer, and fails at once, with the task's error and its last log lines, if
+// the task ends.
+func (s *swarmCluster) waitRunning(ctx context.Context, sv *swarmServer, prev string) error {
+	ctx, cancel := context.WithTimeout(ctx, swarmReadyTimeout)
+	defer cancel()
+	var dialer net.Dialer
+	state := "no task"
+	for {
+		t, err := s.task(ctx, sv)
+		if err != nil {
+			return err
+		}
+		if t != nil && t.ID != prev {
+			state = string(t.Status.State)
+			switch t.Status.State {
+			case swarm.TaskStateFailed, swarm.TaskStateRejected, swarm.TaskStateShutdown, swarm.TaskStateComplete, swarm.TaskStateOrphaned:
+				return fmt.Errorf("p%d: task %s on node %s %s: %s %s\n%s", sv.ID, t.ID[:12], sv.Node, t.Status.State,
+					t.Status.Message, t.Status.Err, s.logTail(ctx, sv, 20))
+			case swarm.TaskStateRunning:
+				ready := true
+				for _, addr := range []string{sv.Client, sv.Admin} {
+					dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+					c, err := dialer.DialContext(dctx, "tcp", addr)
+					dcancel()
+					if err != nil {
+						ready = false
+						break
+					}
+					c.Close()
+				}
+				if ready {
+					s.mu.Lock()
+					sv.alive, sv.addr = true, swarmTaskAddr(t)
+					s.mu.Unlock()
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("p%d does not run and listen on %s and %s (task: %s): %w", sv.ID, sv.Client, sv.Admin, state, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// swarmTaskAddr is a task's address on the run's network (its only attachment).
+func swarmTaskAddr(t *swarm.Task) string {
+	for _, na := range t.NetworksAttachments {
+		if na.Network.Spec.Name == "ingress" {
+			continue
+		}
+		for _, a := range na.Addresses {
+			if p, err := netip.ParsePrefix(a); err == nil {
+				return p.Addr().String()
+			}
+		}
+	}
+	return ""
+}
+
+// waitLinks waits until every live server says how it emulates its links and, where
+// it installs them in the kernel, filters on every live peer's current address, then
+// records each server's mode. A restarted peer has a new address: until its peers see
+// it, their packets to it would not be delayed.
+func (s *swarmCluster) waitLinks(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, swarmLinksTimeout)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		live := map[int]string{}
+		var servers []*swarmServer
+		for _, sv := range s.servers {
+			if sv.alive {
+				live[sv.ID] = sv.addr
+				servers = append(servers, sv)
+			}
+		}
+		s.mu.Unlock()
+		var waiting []string
+		modes := map[string]bool{}
+		for _, sv := range servers {
+			st, err := NodeStatus(ctx, sv.Server)
+			if err != nil {
+				waiting = append(waiting, fmt.Sprintf("p%d: %v", sv.ID, err))
+				continue
+			}
+			l := st.Links
+			for id, addr := range live {
+				if l.Mode == replica.LinksKernel && id != sv.ID && l.Peers[id] != addr {
+					waiting = append(waiting, fmt.Sprintf("p%d filters p%d at %q, not %s (%s)", sv.ID, id, l.Peers[id], addr, l.Error))
+				}
+			}
+			s.mu.Lock()
+			sv.Links = l.Mode
+			s.mu.Unlock()
+			modes[l.Mode] = true
+			if l.Reason != "" {
+				s.log.Debug("links", "server", sv.ID, "mode", l.Mode, "reason", l.Reason)
+			}
+		}
+		if len(waiting) == 0 {
+			s.mu.Lock()
+			if s.links == "" { // "kernel+user-space": nodes whose kernels differ
+				s.links = strings.Join(slices.Sorted(maps.Keys(modes)), "+")
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("links not in place: %s: %w", strings.Join(waiting, "; "), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// measureClients times TCP connects from the harness to each server's client port:
+// the hop a client's request takes beyond the model's (clients beside their servers),
+// recorded per server.
+func (s *swarmCluster) measureClients(ctx context.Context) {
+	for _, sv := range s.servers {
+		var rtts []time.Duration
+		for range swarmClientRTTProbe {
+			t0 := time.Now()
+			c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", sv.Client)
+			if err != nil {
+				continue
+			}
+			rtts = append(rtts, time.Since(t0))
+			c.Close()
+		}
+		if len(rtts) == 0 {
+			continue
+		}
+		slices.Sort(rtts)
+		ms := float64(rtts[len(rtts)/2].Microseconds()) / 1000
+		s.mu.Lock()
+		sv.ClientRTTms = ms
+		s.mu.Unlock()
+		s.log.Info("client hop", "server", sv.ID, "node", sv.Node, "client", sv.Client, "rtt_ms", ms)
+	}
+}
+
+func (s *swarmCluster) logTail(ctx context.Context, sv *swarmServer, lines int) string {
+	return logText(s.cli.ServiceLogs(ctx, sv.service, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(lines)}))
+}
+
+func (s *swarmCluster) server(id int) (*swarmServer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("swarm cluster is closed")
+	}
+	if id < 1 || id > len(s.servers) {
+		return nil, fmt.Errorf("no server p%d (servers are p1..p%d)", id, len(s.servers))
+	}
+	return s.servers[id-1], nil
+}
+
+func (s *swarmCluster) Servers() []Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Server, len(s.servers))
+	for i, sv := range s.servers {
+		out[i] = sv.Server
+	}
+	return out
+}
+
+// Kill sends SIGKILL to the server's task container through its node's engine, the
+// instant way (the swarm's own stop goes through the orchestrator and the agent), and
+// waits until it has stopped. The swarm does not restart it: restart policy none.
+func (s *swarmCluster) Kill(ctx context.Context, id int) error {
+	sv, err := s.server(id)
+	if err != nil {
+		return err
+	}
+	t, err := s.task(ctx, sv)
+	if err != nil {
+		return fmt.Errorf("kill p%d: %w", id, err)
+	}
+	if t == nil || t.Status.ContainerStatus == nil || t.Status.ContainerStatus.ContainerID == "" {
+		return fmt.Errorf("kill p%d: no container (task %v)", id, t)
+	}
+	eng := s.engines[t.NodeID]
+	cid := t.Status.ContainerStatus.ContainerID
+	if err := eng.ContainerKill(ctx, cid, "SIGKILL"); err != nil {
+		info, ierr := eng.ContainerInspect(ctx, cid)
+		if ierr != nil || info.State == nil || info.State.Running {
+			return fmt.Errorf("kill p%d: %w", id, err)
+		}
+	}
+	waitc, errc := eng.ContainerWait(ctx, cid, container.WaitConditionNotRunning)
+	select {
+	case <-waitc:
+	case err := <-errc:
+		return fmt.Errorf("kill p%d: waiting for it to stop: %w", id, err)
+	}
+	s.mu.Lock()
+	sv.alive = false
+	s.mu.Unlock()
+	s.log.Info("killed", "server", id, "node", sv.Node)
+	return nil
+}
+
+// Restart starts the killed server again: a forced update of its service makes a new
+// task on the same node with the same volume. The task gets a new address on the
+// network; Restart returns once its peers filter on it (kernel links).
+func (s *swarmCluster) Restart(ctx context.Context, id int) error {
+	sv, err := s.server(id)
+	if err != nil {
+		return err
+	}
+	if s.Alive(id) {
+		return fmt.Errorf("restart p%d: it is running", id)
+	}
+	svc, _, err := s.cli.ServiceInspectWithRaw(ctx, sv.service, swarm.ServiceInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("restart p%d: %w", id, err)
+	}
+	var prev string
+	if t, err := s.task(ctx, sv); err != nil {
+		return fmt.Errorf("restart p%d: %w", id, err)
+	} else if t != nil {
+		prev = t.ID // the killed one: until the new task shows, it is the newest
+	}
+	spec := svc.Spec
+	spec.TaskTemplate.ForceUpdate++
+	if _, err := s.cli.ServiceUpdate(ctx, svc.ID, svc.Version, spec, swarm.ServiceUpdateOptions{}); err != nil {
+		return fmt.Errorf("restart p%d: update service: %w", id, err)
+	}
+	if err := s.waitRunning(ctx, sv, prev); err != nil {
+		return fmt.Errorf("restart p%d: %w", id, err)
+	}
+	if err := s.waitLinks(ctx); err != nil {
+		return fmt.Errorf("restart p%d: %w", id, err)
+	}
+	s.log.Info("restarted", "server", id, "node", sv.Node, "addr", sv.addr)
+	return nil
+}
+
+// Alive says whether the server runs as far as this cluster knows.
+func (s *swarmCluster) Alive(id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return id >= 1 && id <= len(s.servers) && s.servers[id-1].alive
+}
+
+// Links says how the replicas emulate their links, as they reported it: "kernel",
+// "user-space", or both joined by "+" when the nodes' kernels differ.
+func (s *swarmCluster) Links() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.links
+}
+
+// CollectLogs writes each service's output (every task of it, through the manager)
+// to dir/p<ID>.log.
+func (s *swarmCluster) CollectLogs(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	for _, sv := range s.Servers() {
+		if err := s.collectLog(ctx, s.service(sv.ID), filepath.Join(dir, "p"+strconv.Itoa(sv.ID)+".log")); err != nil {
+			errs = append(errs, fmt.Errorf("log of p%d: %w", sv.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *swarmCluster) collectLog(ctx context.Context, service, path string) error {
+	rc, err := s.cli.ServiceLogs(ctx, service, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := stdcopy.StdCopy(f, f, rc); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Close removes every service, container, volume, config and network of the run
+// (found by label, so also what a cancelled start left half made), on the manager and
+// on every node's engine. With a context that is already done it still tries.
+func (s *swarmCluster) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), swarmRemoveTimeout)
+		defer cancel()
+	}
+	removed, err := swarmRemoveRun(ctx, s.cli, s.engines, s.label)
+	s.log.Info("cluster removed", "objects", len(removed))
+	s.engines.close(s.cli)
+	return errors.Join(err, s.cli.Close())
+}

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/netem"
+)
+
+// zkRequire fails under CI when ZooKeeper cannot run, and skips otherwise.
+func zkRequire(t *testing.T) {
+	t.Helper()
+	if err := ZooKeeperAvailable(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("real ZooKeeper needed under CI: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+// TestZooKeeperFlavorFailover: the two-DC spec's five servers as Apache ZooKeeper JVMs
+// on loopback behind user-space links. p5 (the highest id) leads first; after it is
+// killed the survivors elect p4 (highest zxid, then id); the timelines read off the
+// logs have p4's LEADING after the kill and its FIRST_COMMIT after that, and the
+// proxies measured at least the two-DC RTT; a restarted p5 follows and serves the data.
+// The cluster comes up after a short warm-up that wrote through every server and left
+// no znode behind.
+func TestZooKeeperFlavorFailover(t *testing.T) {
+	zkRequire(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	topo := twoDC(t)
+	c, err := New(ctx, "local", Options{Topology: topo, Flavor: ZooKeeper, InitialLeader: 5,
+		Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), DataRoot: t.TempDir(), WarmUp: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	z := c.(*ZKCluster)
+	if got := c.Links(); got != LinksUserSpace {
+		t.Errorf("links %q, want %q", got, LinksUserSpace)
+	}
+	leader, err := WaitLeader(ctx, c.Servers(), c.Alive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader != 5 {
+		t.Fatalf("first leader p%d, want p5", leader)
+	}
+	if err := WaitServing(ctx, c.Servers(), c.Alive); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, c.Servers()[0].Client) // p1, in D1: writes cross the link
+	if err := syncConn(conn, "/"); err != nil {
+		t.Fatal(err)
+	}
+	kids, root, err := conn.Children("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every warm-up writer created its ephemeral znode under /, a change to /'s children.
+	if writers := int32(len(topo.Servers()) * zkWarmSessions * zkWarmWriters); root.Cversion < writers {
+		t.Errorf("/ has cversion %d after the warm-up, want at least %d (one per writer's znode)", root.Cversion, writers)
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, "polebench-warmup") {
+			t.Errorf("the warm-up left /%s behind", k)
+		}
+	}
+	if _, err := conn.Create("/k", []byte("v1"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.Now()
+	if err := c.Kill(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if c.Alive(5) {
+		t.Fatal("p5 alive after Kill")
+	}
+	leader, err = WaitLeader(ctx, c.Servers(), c.Alive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader != 4 {
+		t.Fatalf("leader after the kill p%d, want p4", leader)
+	}
+	conn4 := connect(t, c.Servers()[3].Client)
+	if _, err := conn4.Set("/k", []byte("v2"), -1); err != nil {
+		t.Fatal(err)
+	}
+	var leading, first time.Time
+	deadline := time.Now().Add(10 * time.Second)
+	for first.IsZero() && time.Now().Before(deadline) {
+		for _, e := range z.Timeline(4) {
+			switch {
+			case e.Kind == event.Leading && e.Time().After(kill):
+				leading = e.Time()
+			case e.Kind == event.FirstCommit && e.Time().After(kill):
+				first = e.Time()
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if leading.IsZero() || first.IsZero() || first.Before(leading) {
+		t.Fatalf("p4's timeline after the kill: LEADING %v, FIRST_COMMIT %v; events %+v", leading, first, z.Timeline(4))
+	}
+	t.Logf("election %v (kill to LEADING), recovery %v (LEADING to first commit)", leading.Sub(kill), first.Sub(leading))
+	// D1 to D2 is 20.75 ms in the plan: no link delivers before its delay (a loaded
+	// machine only adds to it, so there is no upper bound here).
+	rtts := z.MeasuredRTTs()
+	p1, _ := rtts["p1"].(map[string]float64)
+	if r, ok := p1["p4"]; !ok || r < 19 {
+		t.Errorf("measured RTT p1-p4 %v ms (ok %v), want at least about 20.75; all %v", r, ok, rtts)
+	}
+	t.Logf("measured RTTs (ms): %v", rtts)
+	if err := c.Restart(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitServing(ctx, c.Servers(), c.Alive); err != nil {
+		t.Fatal(err)
+	}
+	conn5 := connect(t, c.Servers()[4].Client)
+	if err := syncConn(conn5, "/k"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, err := conn5.Get("/k"); err != nil || string(b) != "v2" {
+		t.Fatalf("restarted p5 reads %q, %v; want v2", b, err)
+	}
+	if mode, err := Mode(ctx, c.Servers()[4]); err != nil || mode != "follower" {
+		t.Errorf("restarted p5: mode %q, %v", mode, err)
+	}
+}

@@ -1,0 +1,388 @@
+// Package loadtest is a write benchmark of a replica set on loopback: poled (its own
+// processes, cmd/poled) or Apache ZooKeeper (its JVMs), N go-zookeeper clients spread
+// over the servers, 1 kB setData, closed loop (each client writes as fast as it is
+// answered) or open loop (a fixed total rate on an absolute schedule, latency counted
+// from the intended send time). Latencies go into HDR histograms; with several flavors
+// the settings' measurement windows alternate between them, so a shared machine's
+// load drifts over both alike, and the comparison gives ratios with Mann-Whitney
+// p-values over the repetitions.
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/topology"
+)
+
+// Modes of load.
+const (
+	Closed = "closed"
+	Open   = "open"
+)
+
+// Config is one benchmark: every combination of Flavors, Servers and Fsync.
+type Config struct {
+	Flavors     []string // backend.FlavorPoled, backend.FlavorZooKeeper
+	Servers     []int    // ensemble sizes, e.g. 3 and 5
+	Fsync       []bool   // fsync of the log before acknowledging, on and/or off
+	Mode        string   // Closed or Open
+	Clients     int      // client sessions, spread round-robin over the servers
+	Rate        float64  // Open: total writes/s
+	Payload     int      // bytes per setData
+	Keys        int      // znodes the writes go to (client i writes key i mod Keys)
+	Warmup      time.Duration
+	Duration    time.Duration // of one measurement window
+	Repetitions int           // windows per flavor and setting
+	Progress    *progress.Line
+	Log         *slog.Logger
+}
+
+// Defaults fills unset fields.
+func (c *Config) Defaults() {
+	if len(c.Flavors) == 0 {
+		c.Flavors = []string{backend.FlavorPoled}
+	}
+	if len(c.Servers) == 0 {
+		c.Servers = []int{3}
+	}
+	if len(c.Fsync) == 0 {
+		c.Fsync = []bool{false}
+	}
+	if c.Mode == "" {
+		c.Mode = Closed
+	}
+	if c.Clients == 0 {
+		c.Clients = 32
+	}
+	if c.Payload == 0 {
+		c.Payload = 1024
+	}
+	if c.Keys == 0 {
+		c.Keys = c.Clients
+	}
+	if c.Warmup == 0 {
+		c.Warmup = 10 * time.Second
+	}
+	if c.Duration == 0 {
+		c.Duration = 15 * time.Second
+	}
+	if c.Repetitions == 0 {
+		c.Repetitions = 3
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Check says what is wrong with c, naming the flag.
+func (c *Config) Check() error {
+	for _, f := range c.Flavors {
+		if !slices.Contains(backend.Flavors(), f) {
+			return fmt.Errorf("--flavor: unknown flavor %q (known: %s)", f, strings.Join(backend.Flavors(), ", "))
+		}
+	}
+	for _, n := range c.Servers {
+		if n < 1 || n > 9 {
+			return fmt.Errorf("--servers: %d servers: 1 to 9", n)
+		}
+	}
+	switch {
+	case c.Mode != Closed && c.Mode != Open:
+		return fmt.Errorf("--mode: unknown mode %q (known: %s, %s)", c.Mode, Closed, Open)
+	case c.Mode == Open && c.Rate <= 0:
+		return fmt.Errorf("--rate: the open loop needs a total rate above 0 writes/s")
+	case c.Clients < 1:
+		return fmt.Errorf("--clients: %d: at least 1", c.Clients)
+	case c.Payload < 0 || c.Payload > 1<<20:
+		return fmt.Errorf("--payload: %d bytes: 0 to 1 MiB (ZooKeeper's jute.maxbuffer)", c.Payload)
+	case c.Duration <= 0 || c.Warmup < 0:
+		return fmt.Errorf("--duration must be positive and --warmup not negative")
+	case c.Repetitions < 1:
+		return fmt.Errorf("--repetitions: %d: at least 1", c.Repetitions)
+	}
+	return nil
+}
+
+// Setting is one combination the benchmark measures.
+type Setting struct {
+	Servers int  `json:"servers"`
+	Fsync   bool `json:"fsync"`
+}
+
+func (s Setting) String() string {
+	f := "off"
+	if s.Fsync {
+		f = "on"
+	}
+	return fmt.Sprintf("%d servers, fsync %s", s.Servers, f)
+}
+
+// Window is one measurement window of one flavor.
+type Window struct {
+	WritesPerSec float64 `json:"writes_per_s"`
+	P50MS        float64 `json:"p50_ms"`
+	P99MS        float64 `json:"p99_ms"`
+	P999MS       float64 `json:"p999_ms"`
+	MeanMS       float64 `json:"mean_ms"`
+	Writes       int64   `json:"writes"`
+	Errors       int64   `json:"errors"`
+}
+
+// Result is every window measured, per setting and flavor.
+type Result struct {
+	Mode     string                          `json:"mode"`
+	Clients  int                             `json:"clients"`
+	Rate     float64                         `json:"rate,omitempty"`
+	Payload  int                             `json:"payload_bytes"`
+	Duration time.Duration                   `json:"window_ns"`
+	Runs     map[Setting]map[string][]Window `json:"-"`
+	Order    []Setting                       `json:"-"`
+}
+
+// Run measures every setting: both flavors' clusters up at once, warmed up, then
+// their windows alternating.
+func Run(ctx context.Context, c Config) (*Result, error) {
+	c.Defaults()
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	res := &Result{Mode: c.Mode, Clients: c.Clients, Rate: c.Rate, Payload: c.Payload, Duration: c.Duration,
+		Runs: map[Setting]map[string][]Window{}}
+	for _, n := range c.Servers {
+		for _, fsync := range c.Fsync {
+			s := Setting{Servers: n, Fsync: fsync}
+			res.Order = append(res.Order, s)
+			runs, err := runSetting(ctx, c, s)
+			res.Runs[s] = runs
+			if err != nil {
+				return res, fmt.Errorf("%v: %w", s, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// target is one flavor's cluster and clients.
+type target struct {
+	flavor string
+	cl     cluster.Cluster
+	conns  []*zk.Conn
+	addrs  []string
+}
+
+func (t *target) close() {
+	for _, c := range t.conns {
+		c.Close()
+	}
+	if t.cl != nil {
+		t.cl.Close(context.Background())
+	}
+}
+
+func runSetting(ctx context.Context, c Config, s Setting) (map[string][]Window, error) {
+	out := map[string][]Window{}
+	var targets []*target
+	defer func() {
+		for _, t := range targets {
+			t.close()
+		}
+	}()
+	for _, f := range c.Flavors {
+		c.Progress.Update("%v: starting %s", s, f)
+		t, err := start(ctx, c, s, f)
+		if t != nil {
+			targets = append(targets, t)
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	for _, t := range targets {
+		if c.Warmup > 0 {
+			c.Progress.Update("%v: warming up %s for %v", s, t.flavor, c.Warmup)
+			if _, err := measure(ctx, c, t, c.Warmup); err != nil {
+				return out, fmt.Errorf("%s: warm-up: %w", t.flavor, err)
+			}
+		}
+	}
+	for rep := 1; rep <= c.Repetitions; rep++ {
+		for _, t := range targets {
+			c.Progress.Update("%v: %s, window %d/%d (%v)", s, t.flavor, rep, c.Repetitions, c.Duration)
+			w, err := measure(ctx, c, t, c.Duration)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", t.flavor, err)
+			}
+			out[t.flavor] = append(out[t.flavor], w)
+			c.Progress.Note("%v: %-9s window %d: %8.0f writes/s  p50 %6.2f  p99 %6.2f  p999 %7.2f ms  errors %d",
+				s, t.flavor, rep, w.WritesPerSec, w.P50MS, w.P99MS, w.P999MS, w.Errors)
+		}
+	}
+	return out, nil
+}
+
+// start brings a flavor's servers up on loopback as separate processes, waits for a
+// leader, connects the clients and creates the keys.
+func start(ctx context.Context, c Config, s Setting, flavor string) (*target, error) {
+	topo, err := topology.New(topology.Config{DCs: []topology.DC{{Name: "L", Servers: ids(s.Servers)}}, Rates: map[string]float64{"L": 1}})
+	if err != nil {
+		return nil, err
+	}
+	opts := cluster.Options{Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: s.Servers,
+		Flavor: flavor, Fsync: s.Fsync, Logger: c.Log}
+	t := &target{flavor: flavor}
+	if flavor == backend.FlavorZooKeeper {
+		t.cl, err = cluster.NewZooKeeperLocal(ctx, opts)
+	} else {
+		t.cl, err = cluster.NewPoledProcs(ctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := cluster.WaitLeader(wctx, t.cl.Servers(), t.cl.Alive); err != nil {
+		return t, err
+	}
+	if err := cluster.WaitServing(wctx, t.cl.Servers(), t.cl.Alive); err != nil {
+		return t, err
+	}
+	servers := t.cl.Servers()
+	for i := range c.Clients {
+		addr := servers[i%len(servers)].Client
+		conn, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}))
+		if err != nil {
+			return t, err
+		}
+		t.conns = append(t.conns, conn)
+		t.addrs = append(t.addrs, addr)
+		if err := waitConnected(wctx, ev); err != nil {
+			return t, fmt.Errorf("client %d to %s: %w", i, addr, err)
+		}
+	}
+	payload := make([]byte, c.Payload)
+	for k := range c.Keys {
+		_, err := t.conns[0].Create(key(k), payload, 0, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return t, fmt.Errorf("create %s: %w", key(k), err)
+		}
+	}
+	// Every client's server must have the keys before the first window.
+	for _, conn := range t.conns {
+		if _, err := conn.Sync(key(c.Keys - 1)); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+func ids(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+func key(i int) string { return fmt.Sprintf("/loadtest-%04d", i) }
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+func waitConnected(ctx context.Context, ev <-chan zk.Event) error {
+	for {
+		select {
+		case e := <-ev:
+			if e.State == zk.StateHasSession {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// measure runs the load for d and summarizes it.
+func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	payload := make([]byte, c.Payload)
+	var writes, errs atomic.Int64
+	hists := make([]*hdrhistogram.Histogram, len(t.conns))
+	start := time.Now()
+	// Open loop: client i's k-th write is due at start + (i + k·N) / rate.
+	var gap time.Duration
+	if c.Mode == Open {
+		gap = time.Duration(float64(time.Second) * float64(len(t.conns)) / c.Rate)
+	}
+	var wg sync.WaitGroup
+	for i, conn := range t.conns {
+		h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3) // µs
+		hists[i] = h
+		wg.Go(func() {
+			k := key(i % c.Keys)
+			due := start
+			if c.Mode == Open {
+				due = start.Add(time.Duration(float64(time.Second) * float64(i) / c.Rate))
+			}
+			for n := 0; ; n++ {
+				if c.Mode == Open {
+					if wait := time.Until(due); wait > 0 {
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(wait):
+						}
+					}
+				} else {
+					due = time.Now()
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				_, err := conn.Set(k, payload, -1)
+				done := time.Now()
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					errs.Add(1)
+				} else if done.Before(start.Add(d)) {
+					writes.Add(1)
+					h.RecordValue(max(1, done.Sub(due).Microseconds()))
+				}
+				due = due.Add(gap)
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	all := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3)
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	if writes.Load() == 0 {
+		return Window{Errors: errs.Load()}, fmt.Errorf("no write succeeded in %v (%d errors)", d, errs.Load())
+	}
+	ms := func(q float64) float64 { return float64(all.ValueAtQuantile(q)) / 1000 }
+	return Window{
+		WritesPerSec: float64(writes.Load()) / min(el, d).Seconds(),
+		P50MS:        ms(50), P99MS: ms(99), P999MS: ms(99.9), MeanMS: all.Mean() / 1000,
+		Writes: writes.Load(), Errors: errs.Load(),
+	}, nil
+}

@@ -1,0 +1,91 @@
+package loadtest
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/backend"
+)
+
+// TestBenchBothFlavors is `polebench bench --flavor poled,zookeeper --servers 3` on a
+// short setting: both flavors as separate processes on loopback, closed and open loop;
+// every window has writes and sane quantiles, the table compares the two, and
+// bench.json holds a sample per window for every metric.
+func TestBenchBothFlavors(t *testing.T) {
+	if err := cluster.ZooKeeperAvailable(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("real ZooKeeper needed under CI: %v", err)
+		}
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("starts two clusters; -short skips it")
+	}
+	for _, mode := range []string{Closed, Open} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cfg := Config{Flavors: []string{backend.FlavorPoled, backend.FlavorZooKeeper}, Servers: []int{3}, Mode: mode,
+				Rate: 300, Clients: 8, Warmup: 500 * time.Millisecond, Duration: 1500 * time.Millisecond, Repetitions: 2}
+			res, err := Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := Setting{Servers: 3}
+			for _, f := range cfg.Flavors {
+				ws := res.Runs[s][f]
+				if len(ws) != 2 {
+					t.Fatalf("%s: %d windows, want 2", f, len(ws))
+				}
+				for _, w := range ws {
+					if w.Writes == 0 || w.WritesPerSec <= 0 || !(w.P50MS > 0 && w.P50MS <= w.P99MS && w.P99MS <= w.P999MS) {
+						t.Errorf("%s: window %+v", f, w)
+					}
+					// The schedule caps an open loop, however fast the servers.
+					if mode == Open && w.WritesPerSec > 330 {
+						t.Errorf("%s: open loop at 300 writes/s achieved %.0f", f, w.WritesPerSec)
+					}
+				}
+			}
+			var b strings.Builder
+			if err := res.WriteTable(&b); err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + b.String())
+			if !strings.Contains(b.String(), "poled/zookeeper") || !strings.Contains(b.String(), "p=") {
+				t.Errorf("no comparison row in the table:\n%s", b.String())
+			}
+			f := res.Bench(bench.Env{})
+			if len(f.Metrics) != 2*len(metrics) {
+				t.Fatalf("%d metrics in bench.json, want %d", len(f.Metrics), 2*len(metrics))
+			}
+			name := "bench-" + mode + "-3srv-fsync-off/zookeeper.writes_per_s"
+			if m, ok := f.Metric(name); !ok || len(m.Samples) != 2 || m.Better != bench.Higher {
+				t.Errorf("bench.json %s: %+v, %v", name, m, ok)
+			}
+		})
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{Flavors: []string{"etcd"}}, `--flavor: unknown flavor "etcd"`},
+		{Config{Servers: []int{0}}, "--servers: 0 servers"},
+		{Config{Mode: "half"}, `--mode: unknown mode "half"`},
+		{Config{Mode: Open}, "--rate: the open loop needs"},
+		{Config{Clients: -1}, "--clients: -1"},
+	} {
+		tc.c.Defaults()
+		if err := tc.c.Check(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Check(%+v) = %v, want %s...", tc.c, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package loadtest
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/polebench/polebench/bench"
+)
+
+// metrics of a window, in the order tables show them.
+var metrics = []struct {
+	name, unit string
+	better     bench.Better
+	min        bench.MinEffect
+	of         func(Window) float64
+}{
+	{"writes_per_s", "writes/s", bench.Higher, bench.MinEffect{Abs: 50, Rel: 0.05}, func(w Window) float64 { return w.WritesPerSec }},
+	{"p50_ms", "ms", bench.Lower, bench.MinEffect{Abs: 0.1, Rel: 0.05}, func(w Window) float64 { return w.P50MS }},
+	{"p99_ms", "ms", bench.Lower, bench.MinEffect{Abs: 0.5, Rel: 0.10}, func(w Window) float64 { return w.P99MS }},
+	{"p999_ms", "ms", bench.Lower, bench.MinEffect{Abs: 1, Rel: 0.20}, func(w Window) float64 { return w.P999MS }},
+}
+
+func samples(ws []Window, of func(Window) float64) []float64 {
+	out := make([]float64, len(ws))
+	for i, w := range ws {
+		out[i] = of(w)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+func (r *Result) flavors(s Setting) []string {
+	var out []string
+	for f := range r.Runs[s] {
+		out = append(out, f)
+	}
+	sort.Strings(out) // poled before zookeeper
+	return out
+}
+
+// WriteTable prints the medians over the windows per setting and flavor, and, with two
+// flavors, the ratio of the first to the second and the Mann-Whitney p-value of each
+// metric.
+func (r *Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "setting\tflavor\twrites/s\tp50 ms\tp99 ms\tp999 ms\twindows\t\n")
+	for _, s := range r.Order {
+		fl := r.flavors(s)
+		for _, f := range fl {
+			ws := r.Runs[s][f]
+			fmt.Fprintf(tw, "%v\t%s", s, f)
+			for _, m := range metrics {
+				fmt.Fprintf(tw, "\t%s", num(median(samples(ws, m.of))))
+			}
+			fmt.Fprintf(tw, "\t%d\t\n", len(ws))
+		}
+		if len(fl) == 2 {
+			a, b := r.Runs[s][fl[0]], r.Runs[s][fl[1]]
+			fmt.Fprintf(tw, "%v\t%s/%s", s, fl[0], fl[1])
+			for _, m := range metrics {
+				fmt.Fprintf(tw, "\t%s", ratio(samples(a, m.of), samples(b, m.of)))
+			}
+			fmt.Fprintf(tw, "\t\t\n")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s loop, %d clients%s, %d-byte setData, %v windows; medians over the windows; a ratio is the first flavor's median over the second's, p the two-sided Mann-Whitney U test of their windows\n",
+		r.Mode, r.Clients, rateNote(r.Rate), r.Payload, r.Duration)
+	return err
+}
+
+func rateNote(rate float64) string {
+	if rate > 0 {
+		return fmt.Sprintf(" at %.0f writes/s in all", rate)
+	}
+	return ""
+}
+
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func ratio(a, b []float64) string {
+	ma, mb := median(a), median(b)
+	if mb == 0 || math.IsNaN(ma) || math.IsNaN(mb) {
+		return "-"
+	}
+	u, err := bench.MannWhitney(a, b)
+	if err != nil {
+		return fmt.Sprintf("%.2fx", ma/mb)
+	}
+	return fmt.Sprintf("%.2fx p=%.3f", ma/mb, u.P)
+}
+
+// Bench is the result as bench.json for the nightly benchmark and `polebench compare`:
+// one metric per setting, flavor and quantity, every window a sample. Names are
+// "bench-<mode>-<servers>srv-fsync-<on|off>/<flavor>.<metric>".
+func (r *Result) Bench(env bench.Env) *bench.File {
+	f := &bench.File{Format: bench.FormatVersion, Env: env}
+	for _, s := range r.Order {
+		fs := "off"
+		if s.Fsync {
+			fs = "on"
+		}
+		exp := fmt.Sprintf("bench-%s-%dsrv-fsync-%s", r.Mode, s.Servers, fs)
+		for _, fl := range r.flavors(s) {
+			for _, m := range metrics {
+				f.Metrics = append(f.Metrics, bench.Metric{Name: exp + "/" + fl + "." + m.name, Unit: m.unit, Better: m.better,
+					MinEffect: m.min, Samples: samples(r.Runs[s][fl], m.of)})
+			}
+		}
+	}
+	slices.SortFunc(f.Metrics, func(a, b bench.Metric) int { return strings.Compare(a.Name, b.Name) })
+	return f
+}

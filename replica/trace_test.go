@@ -1,0 +1,115 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/polebench/polebench/trace"
+)
+
+// TestTraceMarksEachStep: in a 3-node ensemble with Trace on, every write a client
+// sends to a follower or to the leader gets each step marked, by the server that took
+// it, in causal order across servers (they share one clock). Without Trace nothing is
+// marked and GET /trace says so.
+func TestTraceMarksEachStep(t *testing.T) {
+	cfgs, lns := ensemble(t, 3)
+	cfgs[0].Trace, cfgs[1].Trace, cfgs[2].Trace = true, true, true
+	nodes := make([]*Node, 3)
+	for i, c := range cfgs {
+		n, err := Start(context.Background(), c, lns[i], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = n
+		defer n.Stop()
+	}
+	for _, n := range nodes {
+		waitServing(t, n)
+	}
+	const leader = 3           // the initial leader
+	writes := map[uint64]int{} // zxid -> the server its client talked to
+	for _, s := range []int{1, leader} {
+		c, _, err := zk.Connect([]string{cfgs[s-1].Self().ClientAddr()}, 5*time.Second, zk.WithLogger(quiet{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			st, err := c.Set("/", []byte(fmt.Sprint(i)), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writes[uint64(st.Mzxid)] = s
+		}
+		c.Close()
+	}
+	time.Sleep(200 * time.Millisecond) // the last COMMIT reaches the follower that did not serve
+	marks := map[int]map[uint64]map[trace.Kind]trace.Mark{}
+	for i, n := range nodes {
+		id := i + 1
+		marks[id] = map[uint64]map[trace.Kind]trace.Mark{}
+		p := n.trace.Since(0, 0)
+		if p.Lost != 0 {
+			t.Fatalf("p%d lost %d marks", id, p.Lost)
+		}
+		for _, m := range p.Marks {
+			if marks[id][m.Zxid] == nil {
+				marks[id][m.Zxid] = map[trace.Kind]trace.Mark{}
+			}
+			marks[id][m.Zxid][m.Kind] = m
+		}
+	}
+	for z, s := range writes {
+		at := func(server int, k trace.Kind) trace.Mark {
+			t.Helper()
+			m, ok := marks[server][z][k]
+			if !ok {
+				t.Fatalf("zxid %#x (client at p%d): p%d has no %v mark; it has %v", z, s, server, k, marks[server][z])
+			}
+			return m
+		}
+		q := at(leader, trace.Quorum)
+		f := int(q.Peer)
+		if f != 1 && f != 2 {
+			t.Fatalf("zxid %#x: quorum completed by p%d, want a follower", z, f)
+		}
+		chain := []trace.Mark{at(s, trace.Recv), at(s, trace.Submit), at(leader, trace.Arrived), at(leader, trace.Proposed),
+			at(f, trace.PropArrived), at(f, trace.Acked), q, at(leader, trace.Committed)}
+		if s != leader {
+			chain = append(chain, at(s, trace.CommitArrived))
+		} else if _, ok := marks[s][z][trace.CommitArrived]; ok {
+			t.Fatalf("zxid %#x: the leader marked a COMMIT's arrival", z)
+		}
+		chain = append(chain, at(s, trace.Applied), at(s, trace.Reply))
+		for i := 1; i < len(chain); i++ {
+			if chain[i].At < chain[i-1].At {
+				t.Fatalf("zxid %#x (client at p%d): %v at %d before %v at %d", z, s, chain[i].Kind, chain[i].At, chain[i-1].Kind, chain[i-1].At)
+			}
+		}
+		if s == leader && chain[2].At != chain[1].At {
+			t.Fatalf("zxid %#x: on the leader a write arrives when it is submitted", z)
+		}
+	}
+
+	// Off: no marks, and the endpoint says why.
+	cfgs2, lns2 := ensemble(t, 1)
+	n, err := Start(context.Background(), cfgs2[0], lns2[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if n.trace != nil {
+		t.Fatal("a node without Trace keeps a trace")
+	}
+	resp, err := http.Get("http://" + cfgs2[0].Self().AdminAddr() + "/trace?from=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /trace without Trace: %s, want 404", resp.Status)
+	}
+}

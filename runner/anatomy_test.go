@@ -1,0 +1,62 @@
+package runner
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/polebench/polebench/analysis"
+)
+
+// checkAnatomy: the servers' traces cover the run's acknowledged writes, each write's
+// phases are in order (no phase below zero: every process and container reads one
+// clock), and per window and DC the phases' means add up, within 0.1 ms, to the mean
+// latency measured over every acknowledged write, and the parts of the excess over
+// the model to the excess.
+func checkAnatomy(t *testing.T, dir string, sum *analysis.Summary) {
+	t.Helper()
+	if j := sum.AnatomyJoin; j == nil || j.OK == 0 || float64(j.Joined) < 0.99*float64(j.OK) {
+		t.Errorf("traces joined %+v: want 99 %% of the acknowledged writes", sum.AnatomyJoin)
+	}
+	paths, err := analysis.ReadPaths(filepath.Join(dir, "phases.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	negative := 0
+	for i := range paths {
+		for k, ph := range analysis.Phases {
+			if d := paths[i].Phase(k); d < 0 {
+				if negative++; negative <= 5 {
+					t.Errorf("write %d (p%d, leader p%d): phase %s is %v", paths[i].ID, paths[i].Server, paths[i].Leader, ph.Name, d)
+				}
+			}
+		}
+	}
+	if negative > 0 {
+		t.Errorf("%d negative phases in %d writes", negative, len(paths))
+	}
+	for _, w := range []string{"before", "after"} {
+		for dc, lat := range sum.LatencyMS[w] {
+			a, ok := sum.Anatomy[w][dc]
+			if !ok {
+				t.Errorf("%s %s: no anatomy", w, dc)
+				continue
+			}
+			var phases float64
+			for _, ph := range analysis.Phases {
+				phases += a.PhasesMS[ph.Name]
+			}
+			if d := phases - lat.Mean; math.Abs(d) > 0.1 {
+				t.Errorf("%s %s: phases add up to %.3f ms, measured mean %.3f ms (off by %+.3f)", w, dc, phases, lat.Mean, d)
+			}
+			if e := a.ExcessMS; e == nil {
+				t.Errorf("%s %s: no split of the excess over the model", w, dc)
+			} else if parts := e.SendLag + e.Client + e.Processing + e.JitterInOrder + e.Other; math.Abs(parts-e.Total) > 1e-6 {
+				t.Errorf("%s %s: excess parts add up to %.3f, excess %.3f", w, dc, parts, e.Total)
+			}
+			t.Logf("%s %-3s measured %6.2f = phases %6.2f; model %6.2f; excess %+.2f: send lag %.2f, client %.2f, processing %.2f, jitter/in-order %.2f, other %.2f",
+				w, dc, lat.Mean, phases, a.ModelMS.Total, a.ExcessMS.Total, a.ExcessMS.SendLag, a.ExcessMS.Client,
+				a.ExcessMS.Processing, a.ExcessMS.JitterInOrder, a.ExcessMS.Other)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/sim"
+	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/workload"
+)
+
+// simulate is a repetition on the sim backend: the same servers' code in virtual
+// time, and the same run directory as a real run.
+func (r *trial) simulate(ctx context.Context, topo *topology.Topology, plan netem.Plan, seed uint64) (*Repetition, error) {
+	sp := r.o.Spec
+	r.status("simulating %s (%d servers, %v)", sp.Name, topo.N(), sp.Duration)
+	t0 := time.Now()
+	res, err := sim.Run(ctx, sim.Config{
+		Topology: topo, Plan: plan, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, PreloadMB: sp.PreloadMB,
+		Faults: sp.FaultSchedule(), Rates: sp.RatesByDC(), Arrival: workload.Arrival(sp.Workload.Arrival), Seed: seed,
+		Duration: sp.Duration, PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys, Log: r.log.With("part", "sim"),
+		Trace: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("simulated", "events", res.Events, "virtual", res.Virtual, "wall", time.Since(t0).Round(time.Millisecond))
+	var servers []map[string]any
+	for _, id := range topo.Servers() {
+		servers = append(servers, map[string]any{"id": id, "dc": topo.DC(id)})
+	}
+	// The records and the anatomy's paths are written while the run is analysed (they
+	// only read them).
+	r.anat = r.anatomyOf(res.Marks, res.Records, res.MarksStart, topo, plan)
+	written := make(chan error, 1)
+	go func() {
+		w, err := workload.CreateRecords(filepath.Join(r.dir, "requests.csv.gz"))
+		if err != nil {
+			written <- err
+			return
+		}
+		written <- errors.Join(w.Write(res.Records...), w.Close(), r.anat.write(r.dir))
+	}()
+	errs := []error{
+		writeJSON(filepath.Join(r.dir, "servers.json"), map[string]any{"servers": servers, "links": "simulated", "backend": sp.Backend}),
+		analysis.WriteEvents(filepath.Join(r.dir, "events.jsonl"), res.Timeline),
+		writeJSON(filepath.Join(r.dir, "rtts.json"), res.RTTs),
+		writeJSON(filepath.Join(r.dir, "verification.json"), res.Verification)}
+	if err := errors.Join(errs...); err != nil {
+		<-written
+		return nil, err
+	}
+	sum, err := r.analyse(res.Timeline, res.Records, res.Verification)
+	if werr := <-written; werr != nil {
+		return nil, werr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("analysis: %w", err)
+	}
+	return &Repetition{N: r.n, Dir: r.dir, Summary: sum, Verification: res.Verification}, res.Verification.Err()
+}

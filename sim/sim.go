@@ -1,0 +1,662 @@
+// Package sim runs a spec's servers in virtual time: the same replica.Driver (and
+// through it the pole, zab and datatree cores) that poled runs, over links that the
+// plan's netem.DelayLines schedule (the iproute2 tables, the jitter arithmetic, per-link
+// order and the window / RTT bandwidth of the user-space links), with clients that
+// issue exactly the requests of a real run (the workload's schedules, keys and picks
+// from the same seeds) and record them the same way. Faults are nemesis.Play on a
+// virtual clock. One goroutine does everything, so a seed gives one history.
+//
+// What the simulator reduces to constants is documented on Config: a server's CPU per
+// request, a write's latency (its loop waits for it; a kill loses what is not yet
+// written), the client hop.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/datatree"
+	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/trace"
+	"github.com/polebench/polebench/workload"
+)
+
+// Config is one simulated run.
+type Config struct {
+	Topology      *topology.Topology
+	Plan          netem.Plan
+	Oracle        score.Oracle
+	InitialLeader int
+	PreloadMB     int
+	Faults        []nemesis.Fault
+
+	Rates        map[string]float64 // req/s per DC
+	Arrival      workload.Arrival
+	Seed         uint64 // the run's seed: the workload's streams
+	Duration     time.Duration
+	PayloadBytes int // default 1024
+	Keys         int // default 1000
+
+	// ServiceTime is the CPU a server spends on each client request before proposing
+	// it (one queue per server). Default DefaultServiceTime.
+	ServiceTime time.Duration
+	// ClientDelay is the one-way delay between a client and a server of its DC
+	// (clients run beside their DC's servers). Default DefaultClientDelay.
+	ClientDelay time.Duration
+	// HopDelay is how long a server takes to act on a peer's message once it arrived
+	// (the message is handed over that much later; the trace marks the arrival).
+	// Default DefaultHopDelay.
+	HopDelay time.Duration
+	// SnapshotWriteRate and SnapshotLoadRate are how fast a server writes its state
+	// into a snapshot stream and reads a received one into a tree (bytes/s; a
+	// snapshot transfer is limited by these as well as by the link). Defaults
+	// DefaultSnapshotWriteRate, DefaultSnapshotLoadRate; negative means no limit.
+	SnapshotWriteRate, SnapshotLoadRate float64
+	// Trace records each write's steps on every server as poled's --trace does
+	// (Result.Marks), for the latency anatomy.
+	Trace bool
+	// DiskLatency is how long a server's write to its log takes; its loop waits for it.
+	// Default DefaultDiskLatency; negative means none.
+	DiskLatency time.Duration
+
+	Log *slog.Logger
+
+	// beforeFinish, in tests, tampers with the cluster before the checks read it.
+	beforeFinish func(s *Sim)
+	// digests asks for each live server's state hash at the end (Check compares them).
+	digests bool
+	// ackBeforeWrite, in tests, breaks the servers on purpose: they go on (and
+	// acknowledge proposals) before their writes are done, so a kill loses what they
+	// acknowledged. The checks must catch it.
+	ackBeforeWrite bool
+}
+
+// The per-hop costs, from the latency anatomy of the local backend on this project's
+// 2-core machine, quiet (bin/polebench run two-dc --duration 30s --crash-at 15s
+// --repetitions 1, twice; summary.json's anatomy.*.phases_ms):
+//   - DefaultServiceTime: a client request from the client port to the loop (intake
+//     0.03-0.05 ms), charged as the serving server's CPU, so requests queue behind it;
+//   - DefaultClientDelay: the client library and socket each way (to_server and
+//     to_client 0.09-0.13 ms);
+//   - DefaultHopDelay: a server acting on a peer's message (leader 0.06-0.15 ms,
+//     quorum_follower 0.14-0.20, commit 0.10-0.11, apply 0.06-0.16): goroutine
+//     hand-offs, decoding, the loop.
+//
+// The anatomy's send lag (0.15-0.20 ms) is the harness's pacer, which the simulator's
+// clients do not have.
+const (
+	DefaultServiceTime = 40 * time.Microsecond
+	DefaultClientDelay = 100 * time.Microsecond
+	DefaultHopDelay    = 100 * time.Microsecond
+)
+
+// DefaultDiskLatency is a write to the log with fsync off, as poled's runs keep it:
+// 9 µs per 1 kB append (go test ./storage -run XXX -bench LogAppend, this project's
+// 2-core machine). SyncDiskLatency is the same with fsync on (0.95 ms).
+const (
+	DefaultDiskLatency = 9 * time.Microsecond
+	SyncDiskLatency    = 950 * time.Microsecond
+)
+
+// DefaultSnapshotWriteRate and DefaultSnapshotLoadRate: a 250 MB snapshot written to
+// its file at 546 MB/s (go test ./storage -run XXX -bench SnapshotWrite -benchtime=1x
+// -snapmb=250), a 100 MB one loaded into a tree at 311 MB/s (go test ./datatree -run
+// XXX -bench ReadSnapshot -benchtime=1x -snapmb=100), this project's 2-core machine,
+// quiet.
+const (
+	DefaultSnapshotWriteRate = 546e6
+	DefaultSnapshotLoadRate  = 311e6
+)
+
+// Result is what a simulated run produced, in the shapes a real run's parts produce.
+type Result struct {
+	Records      []workload.Record
+	Timeline     []analysis.Record
+	Verification *workload.Verification
+	RTTs         map[string]any // what each server's heartbeats measured, as rtts.json
+	RunID        string
+	// Converged says every live server served and had applied the leader's last
+	// commit at the end; Digests are then each live server's state hash (for Check).
+	Converged bool
+	Digests   map[int]string
+	// Marks are each server's trace marks (Config.Trace), in virtual ns since the
+	// servers started; the load started at MarksStart.
+	Marks      map[int][]trace.Mark
+	MarksStart int64
+	Events     uint64        // simulated events processed
+	Virtual    time.Duration // virtual time from the servers' start to the end
+}
+
+// base is the wall-clock origin of virtual time: events carry absolute times, and a
+// fixed origin keeps a seed's output byte-identical.
+var base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Sim is one simulated run in progress.
+type Sim struct {
+	cfg   Config
+	log   *slog.Logger
+	now   int64 // ns of virtual time since the servers started
+	seq   uint64
+	queue eventQueue
+	count uint64
+
+	servers []*server   // by id; [0] unused
+	links   []linkState // by linkKey.index
+	// lq holds each link's messages in flight, in order: the event queue holds only
+	// each link's first (a link delivers in order, as TCP does).
+	lq   []linkQueue
+	free []*delivery
+
+	start   int64 // when the load started
+	harness []analysis.Record
+	clients []*dcClient
+	reqs    []*request
+	open    int // requests not ended yet
+	runID   string
+	err     error
+}
+
+type linkKey struct {
+	from, to int
+	ch       channel
+}
+
+// linkState is what the nemesis and resets did to one direction of a channel.
+type linkState struct {
+	cut bool
+	gen int // bumped when a cut or a reset breaks the channel's connection
+}
+
+func (k linkKey) index(n int) int { return (k.from*(n+1)+k.to)*2 + int(k.ch) }
+
+// link is the state of k (ids are 1..N).
+func (s *Sim) link(k linkKey) *linkState { return &s.links[k.index(len(s.servers)-1)] }
+
+type channel int
+
+const (
+	chElection channel = iota
+	chBroadcast
+)
+
+// Run simulates the spec's run and returns what it measured. ctx stops it early.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.PayloadBytes <= 0 {
+		cfg.PayloadBytes = 1024
+	}
+	if cfg.Keys <= 0 {
+		cfg.Keys = 1000
+	}
+	if cfg.ServiceTime == 0 {
+		cfg.ServiceTime = DefaultServiceTime
+	}
+	if cfg.ClientDelay == 0 {
+		cfg.ClientDelay = DefaultClientDelay
+	}
+	if cfg.HopDelay == 0 {
+		cfg.HopDelay = DefaultHopDelay
+	}
+	cfg.ClientDelay, cfg.HopDelay = max(cfg.ClientDelay, 0), max(cfg.HopDelay, 0) // negative: none
+	if cfg.SnapshotWriteRate == 0 {
+		cfg.SnapshotWriteRate = DefaultSnapshotWriteRate
+	}
+	if cfg.SnapshotLoadRate == 0 {
+		cfg.SnapshotLoadRate = DefaultSnapshotLoadRate
+	}
+	switch {
+	case cfg.DiskLatency == 0:
+		cfg.DiskLatency = DefaultDiskLatency
+	case cfg.DiskLatency < 0:
+		cfg.DiskLatency = 0
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Plan.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: plan: %w", err)
+	}
+	n := cfg.Topology.N()
+	s := &Sim{cfg: cfg, links: make([]linkState, (n+1)*(n+1)*2), runID: fmt.Sprintf("sim%x", cfg.Seed)}
+	s.lq = make([]linkQueue, len(s.links))
+	s.log = slog.New(virtualTime{cfg.Log.Handler(), s})
+	if err := s.boot(); err != nil {
+		return nil, err
+	}
+	if err := s.setup(ctx); err != nil {
+		return nil, err
+	}
+	s.load(ctx)
+	if s.err != nil {
+		return nil, s.err
+	}
+	if cfg.beforeFinish != nil {
+		cfg.beforeFinish(s)
+	}
+	return s.finish(ctx)
+}
+
+// --- the event queue and the clock ---
+
+type simEvent struct {
+	at   int64
+	seq  uint64
+	fn   func()
+	link int // 1 + the index of a link whose first message arrives (no closure: most events)
+}
+
+func (e *simEvent) before(o *simEvent) bool {
+	return e.at < o.at || e.at == o.at && e.seq < o.seq
+}
+
+// eventQueue is a 4-ary min-heap by (at, seq), typed so that pushing and popping
+// allocate nothing (container/heap boxes every element); four children a node halve
+// the depth of a binary heap for the same comparisons.
+type eventQueue []simEvent
+
+func (q *eventQueue) push(e simEvent) {
+	*q = append(*q, e)
+	h := *q
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 4
+		if !e.before(&h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = e
+}
+
+func (q *eventQueue) pop() simEvent {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	e := h[n]
+	h[n] = simEvent{}
+	h = h[:n]
+	*q = h
+	if n == 0 {
+		return top
+	}
+	i := 0
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		m := c
+		for k := c + 1; k < min(c+4, n); k++ {
+			if h[k].before(&h[m]) {
+				m = k
+			}
+		}
+		if !h[m].before(&e) {
+			break
+		}
+		h[i] = h[m]
+		i = m
+	}
+	h[i] = e
+	return top
+}
+
+// newDelivery and freeDelivery recycle deliveries: one per message in flight, they
+// were most of what the simulator allocated.
+func (s *Sim) newDelivery() *delivery {
+	if n := len(s.free); n > 0 {
+		d := s.free[n-1]
+		s.free = s.free[:n-1]
+		return d
+	}
+	return new(delivery)
+}
+
+func (s *Sim) freeDelivery(d *delivery) {
+	*d = delivery{}
+	s.free = append(s.free, d)
+}
+
+type linkQueue struct {
+	ds   []*delivery
+	head int
+}
+
+// enqueue puts d on link i; the link gets an event if d is its first message.
+func (s *Sim) enqueue(i int, d *delivery) {
+	q := &s.lq[i]
+	q.ds = append(q.ds, d)
+	if len(q.ds)-q.head == 1 {
+		s.seq++
+		s.queue.push(simEvent{at: d.at, seq: s.seq, link: i + 1})
+	}
+}
+
+// arrive delivers link i's first message (or lets it wait for a busy receiver) and
+// schedules the next.
+func (s *Sim) arrive(i int) {
+	q := &s.lq[i]
+	d := q.ds[q.head]
+	if !d.arrive() {
+		s.seq++
+		s.queue.push(simEvent{at: d.to.busy, seq: s.seq, link: i + 1})
+		return
+	}
+	q.ds[q.head] = nil
+	s.freeDelivery(d)
+	q.head++
+	if q.head == len(q.ds) {
+		q.ds, q.head = q.ds[:0], 0
+		return
+	}
+	if q.head > 64 && q.head > len(q.ds)/2 {
+		q.ds = q.ds[:copy(q.ds, q.ds[q.head:])]
+		q.head = 0
+	}
+	s.seq++
+	s.queue.push(simEvent{at: max(q.ds[q.head].at, s.now), seq: s.seq, link: i + 1})
+}
+
+func (s *Sim) at(t int64, fn func()) {
+	s.seq++
+	s.queue.push(simEvent{at: max(t, s.now), seq: s.seq, fn: fn})
+}
+
+func (s *Sim) after(d time.Duration, fn func()) { s.at(s.now+int64(d), fn) }
+
+// runUntil processes every event up to t (or until ctx ends) and sets the clock to t.
+func (s *Sim) runUntil(ctx context.Context, t int64) error {
+	for len(s.queue) > 0 && s.queue[0].at <= t && s.err == nil {
+		if s.count&0xfff == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e := s.queue.pop()
+		s.now = e.at
+		s.count++
+		if e.link > 0 {
+			s.arrive(e.link - 1)
+		} else {
+			e.fn()
+		}
+	}
+	s.now = max(s.now, t)
+	return s.err
+}
+
+// runWhile runs in steps of step until cond is false or limit passes; it reports
+// whether cond became false.
+func (s *Sim) runWhile(ctx context.Context, cond func() bool, step, limit time.Duration) bool {
+	end := s.now + int64(limit)
+	for cond() {
+		if s.now >= end || s.runUntil(ctx, min(s.now+int64(step), end)) != nil {
+			return !cond()
+		}
+	}
+	return true
+}
+
+func (s *Sim) wall() time.Time { return base.Add(time.Duration(s.now)) }
+
+// since is virtual time since the load started: the offsets records carry.
+func (s *Sim) since() time.Duration { return time.Duration(s.now - s.start) }
+
+// clock is the nemesis's clock: waiting is simulating.
+type clock struct {
+	s   *Sim
+	ctx context.Context
+}
+
+func (c clock) Now() time.Duration { return c.s.since() }
+
+func (c clock) WaitUntil(ctx context.Context, at time.Duration) error {
+	return c.s.runUntil(ctx, c.s.start+int64(at))
+}
+
+// --- the run's phases ---
+
+func (s *Sim) boot() error {
+	s.servers = make([]*server, s.cfg.Topology.N()+1)
+	for _, id := range s.cfg.Topology.Servers() {
+		srv, err := newServer(s, id)
+		if err != nil {
+			return err
+		}
+		s.servers[id] = srv
+	}
+	for _, srv := range s.servers[1:] {
+		if err := srv.boot(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup waits, as the runner does, until the initial leader leads and every server
+// serves, then creates the keyspace through the leader.
+func (s *Sim) setup(ctx context.Context) error {
+	leader := func() int {
+		for _, srv := range s.live() {
+			if st := srv.d.Status(); st.Serving && st.Leader == srv.id {
+				return srv.id
+			}
+		}
+		return 0
+	}
+	allServing := func() bool {
+		for _, srv := range s.live() {
+			if !srv.d.Status().Serving {
+				return false
+			}
+		}
+		return leader() != 0
+	}
+	if !s.runWhile(ctx, func() bool { return !allServing() }, 10*time.Millisecond, time.Minute) {
+		return fmt.Errorf("sim: no leader with every server serving after %v of virtual time", time.Minute)
+	}
+	if l := leader(); s.cfg.InitialLeader != 0 && l != s.cfg.InitialLeader {
+		return fmt.Errorf("sim: the cluster elected p%d first, but the spec's initial leader is p%d", l, s.cfg.InitialLeader)
+	}
+	if err := s.createKeys(ctx, s.servers[leader()]); err != nil {
+		return err
+	}
+	for _, srv := range s.live() {
+		srv.markServing()
+	}
+	return nil
+}
+
+// finish lets the cluster settle, reads every live server's keys as the verification
+// does, and gathers the timelines.
+func (s *Sim) finish(ctx context.Context) (*Result, error) {
+	caughtUp := func() bool {
+		var commit uint64
+		for _, srv := range s.live() {
+			if st := srv.d.Status(); st.Serving && st.Leader == srv.id {
+				commit = uint64(st.Committed)
+			}
+		}
+		for _, srv := range s.live() {
+			if st := srv.d.Status(); !st.Serving || uint64(st.Applied) < commit || commit == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	converged := s.runWhile(ctx, func() bool { return !caughtUp() }, 10*time.Millisecond, 10*time.Second)
+	if s.err != nil {
+		return nil, s.err
+	}
+	digests := map[int]string{}
+	if converged && s.cfg.digests {
+		for _, srv := range s.live() {
+			srv.d.Read(func(t *datatree.Tree) { digests[srv.id] = digest(t) })
+		}
+	}
+	// The read-back syncs with the leader before it reads (workload.Verify), which a
+	// server that does not serve cannot do: only serving servers are read.
+	var finals []workload.Final
+	var ids []int
+	for _, srv := range s.live() {
+		if !srv.d.Status().Serving {
+			continue
+		}
+		ids = append(ids, srv.id)
+		finals = append(finals, srv.finals(s.cfg.Keys)...)
+	}
+	recs := s.records()
+	ver := workload.Judge(recs, finals, s.runID, 10*time.Second, ids, s.cfg.Keys)
+	nodes := map[int][]event.Event{}
+	rtts := map[string]any{}
+	marks := map[int][]trace.Mark{}
+	for _, srv := range s.servers[1:] {
+		if len(srv.marks) > 0 {
+			marks[srv.id] = srv.allMarks()
+		}
+	}
+	for _, srv := range s.servers[1:] {
+		nodes[srv.id] = append(srv.events, srv.timeline.Events()...)
+		if srv.up {
+			rtts[topology.Name(srv.id)] = srv.rtts()
+		}
+	}
+	return &Result{
+		Records:      recs,
+		Timeline:     analysis.Timeline(base.Add(time.Duration(s.start)), s.harness, nodes),
+		Verification: ver,
+		RTTs:         rtts,
+		RunID:        s.runID,
+		Converged:    converged,
+		Digests:      digests,
+		Marks:        marks,
+		MarksStart:   s.start,
+		Events:       s.count,
+		Virtual:      time.Duration(s.now),
+	}, nil
+}
+
+func (s *Sim) live() []*server {
+	var out []*server
+	for _, srv := range s.servers[1:] {
+		if srv.up {
+			out = append(out, srv)
+		}
+	}
+	return out
+}
+
+func (s *Sim) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// --- the nemesis's target ---
+
+type target struct{ s *Sim }
+
+func (t target) Kill(_ context.Context, id int) error {
+	srv, err := t.s.server(id)
+	if err != nil {
+		return err
+	}
+	if !srv.up {
+		return fmt.Errorf("sim: p%d is not running", id)
+	}
+	srv.kill()
+	return nil
+}
+
+func (t target) Restart(_ context.Context, id int) error {
+	srv, err := t.s.server(id)
+	if err != nil {
+		return err
+	}
+	if srv.up {
+		return fmt.Errorf("sim: p%d is running", id)
+	}
+	return srv.boot()
+}
+
+// SetLinks cuts or restores pairs as transport.Cut does at both ends: a cut drops
+// what is in flight and resets the broadcast streams (the ends hear Disconnected and
+// Closed), so that zab resyncs across it.
+func (t target) SetLinks(_ context.Context, pairs [][2]int, cut, broadcastOnly bool) error {
+	s := t.s
+	chans := []channel{chBroadcast}
+	if !broadcastOnly {
+		chans = append(chans, chElection)
+	}
+	for _, p := range pairs {
+		for _, ch := range chans {
+			for _, k := range []linkKey{{p[0], p[1], ch}, {p[1], p[0], ch}} {
+				l := s.link(k)
+				if l.cut == cut {
+					continue
+				}
+				l.cut = cut
+				l.gen++
+				if !cut || ch != chBroadcast {
+					continue
+				}
+				if srv := s.servers[k.from]; srv.up {
+					srv.d.Disconnected(k.to)
+					srv.d.Closed(k.to)
+					srv.drain()
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Sim) server(id int) (*server, error) {
+	if id < 1 || id >= len(s.servers) {
+		return nil, fmt.Errorf("sim: no server p%d", id)
+	}
+	return s.servers[id], nil
+}
+
+func (s *Sim) observer() nemesis.Observer {
+	return nemesis.Observer{After: func(_ context.Context, e nemesis.Executed) {
+		s.harness = append(s.harness, analysis.FaultRecord(e))
+		s.log.Info(string(e.Kind), "server", e.Server, "at", e.Issued, "err", e.Err)
+		if e.Err != nil {
+			return
+		}
+		switch {
+		case e.Stops():
+			s.servers[e.Server].harnessDown = true
+		case e.Kind == nemesis.Restart:
+			s.servers[e.Server].awaitServing = true
+		}
+	}}
+}
+
+// virtualTime stamps log records with the simulated time, not the wall clock's.
+type virtualTime struct {
+	slog.Handler
+	s *Sim
+}
+
+func (h virtualTime) Handle(ctx context.Context, r slog.Record) error {
+	r.Time = h.s.wall()
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h virtualTime) WithAttrs(as []slog.Attr) slog.Handler {
+	return virtualTime{h.Handler.WithAttrs(as), h.s}
+}
+
+func (h virtualTime) WithGroup(name string) slog.Handler {
+	return virtualTime{h.Handler.WithGroup(name), h.s}
+}
+
+var errStopped = errors.New("run stopped before the request could be sent")
