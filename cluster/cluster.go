@@ -87,6 +87,9 @@ type Options struct {
 	WarmUp time.Duration
 	// Label marks everything a backend creates (namespaces, containers, networks) so a
 	// later `polebench cluster down` finds leftovers of a crashed harness.
-	Label  string
+	Label string
+	// Nodes names, per DC, the swarm nodes (host names or IDs) its servers run on
+	// (the swarm backend; a DC not named goes by the polebench.dc node label).
+	Nodes  map[string][]string
 	Logger *slog.Logger
 }

@@ -222,7 +222,7 @@ func (s *swarmCluster) start(ctx context.Context, opts Options, sc SwarmConfig) 
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	place, err := swarmPlace(t, nodes)
+	place, err := swarmPlace(t, nodes, opts.Nodes)
 	if err != nil {
 		return err
 	}
@@ -346,10 +346,11 @@ func (s *swarmCluster) labels(id int) map[string]string {
 }
 
 // swarmPlace gives every server a node: a data center's servers go round robin over
-// the ready, active nodes labelled SwarmLabelDC=<DC> (ordered by host name, then ID).
-// A swarm of one such node with no SwarmLabelDC label at all takes every server.
+// the nodes named[DC] lists (host names or IDs, in that order), or else over the
+// ready, active nodes labelled SwarmLabelDC=<DC> (ordered by host name, then ID). A
+// swarm of one such node with no SwarmLabelDC label and no names takes every server.
 // Each server stays on its node for the run: its volume is there.
-func swarmPlace(t *topology.Topology, nodes []swarm.Node) (map[int]swarm.Node, error) {
+func swarmPlace(t *topology.Topology, nodes []swarm.Node, named map[string][]string) (map[int]swarm.Node, error) {
 	var usable []swarm.Node
 	labelled := false
 	for _, nd := range nodes {
@@ -366,7 +367,7 @@ func swarmPlace(t *topology.Topology, nodes []swarm.Node) (map[int]swarm.Node, e
 		return cmp.Or(strings.Compare(a.Description.Hostname, b.Description.Hostname), strings.Compare(a.ID, b.ID))
 	})
 	place := map[int]swarm.Node{}
-	if len(usable) == 1 && !labelled {
+	if len(usable) == 1 && !labelled && len(named) == 0 {
 		for _, id := range t.Servers() {
 			place[id] = usable[0]
 		}
@@ -375,9 +376,23 @@ func swarmPlace(t *topology.Topology, nodes []swarm.Node) (map[int]swarm.Node, e
 	var errs []error
 	for _, dc := range t.DCs() {
 		var in []swarm.Node
-		for _, nd := range usable {
-			if nd.Spec.Labels[SwarmLabelDC] == dc.Name {
-				in = append(in, nd)
+		if names := named[dc.Name]; len(names) > 0 {
+			for _, name := range names {
+				i := slices.IndexFunc(usable, func(nd swarm.Node) bool { return nd.Description.Hostname == name || nd.ID == name })
+				if i < 0 {
+					errs = append(errs, fmt.Errorf("DC %s's nodes: no ready, active node has the host name or ID %q (usable: %s)", dc.Name, name, swarmNodeNames(usable)))
+					continue
+				}
+				in = append(in, usable[i])
+			}
+			if len(in) < len(names) {
+				continue
+			}
+		} else {
+			for _, nd := range usable {
+				if nd.Spec.Labels[SwarmLabelDC] == dc.Name {
+					in = append(in, nd)
+				}
 			}
 		}
 		if len(in) == 0 {
@@ -390,6 +405,15 @@ func swarmPlace(t *topology.Topology, nodes []swarm.Node) (map[int]swarm.Node, e
 		}
 	}
 	return place, errors.Join(errs...)
+}
+
+// swarmNodeNames lists nodes as swarmNodeName does, for errors.
+func swarmNodeNames(nodes []swarm.Node) string {
+	var names []string
+	for _, nd := range nodes {
+		names = append(names, swarmNodeName(nd))
+	}
+	return strings.Join(names, ", ")
 }
 
 // swarmNodeName is how errors and servers.json name a node: host name and short ID.

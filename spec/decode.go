@@ -200,6 +200,20 @@ func (d *decoder) duration(dst *time.Duration) field {
 	}
 }
 
+func (d *decoder) strs(dst *[]string) field {
+	return func(n *yaml.Node, path string) error {
+		*dst = nil
+		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
+			var v string
+			if err := d.str(&v)(e, p); err != nil {
+				return err
+			}
+			*dst = append(*dst, v)
+			return nil
+		})
+	}
+}
+
 func (d *decoder) ints(dst *[]int) field {
 	return func(n *yaml.Node, path string) error {
 		*dst = nil

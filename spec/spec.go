@@ -52,6 +52,10 @@ type DataCenter struct {
 	Name     string
 	Endpoint string // a Table 2 endpoint (slac, caltech, tud, cern, fnal), or ""
 	Servers  []int
+	// Nodes, for the swarm backend, are the swarm nodes (host names or IDs) its
+	// servers run on, round robin; without them, the nodes labelled polebench.dc=<Name>.
+	// The other backends run every server on this machine.
+	Nodes []string
 }
 
 // RTT is one entry of rtt: the RTT between two data centers.
@@ -167,6 +171,7 @@ func decodeDataCenters(d *decoder, s *Spec) field {
 				"name":     d.str(&dc.Name),
 				"endpoint": d.str(&dc.Endpoint),
 				"servers":  d.ints(&dc.Servers),
+				"nodes":    d.strs(&dc.Nodes),
 			}, "name", "servers")
 			s.DataCenters = append(s.DataCenters, dc)
 			return err
@@ -338,6 +343,17 @@ func (s *Spec) RatesByDC() map[string]float64 {
 }
 
 // Topology builds the deployment the spec describes.
+// Nodes is each data center's swarm nodes, for those that name them.
+func (s *Spec) Nodes() map[string][]string {
+	m := map[string][]string{}
+	for _, dc := range s.DataCenters {
+		if len(dc.Nodes) > 0 {
+			m[dc.Name] = dc.Nodes
+		}
+	}
+	return m
+}
+
 func (s *Spec) Topology() (*topology.Topology, error) {
 	c := topology.Config{IntraRTT: s.IntraDCRTTMs, Rates: s.RatesByDC()}
 	for _, dc := range s.DataCenters {

@@ -65,7 +65,8 @@ func TestFullExample(t *testing.T) {
 		s.CrashAt != 30*time.Second || s.Duration != 90*time.Second {
 		t.Errorf("scalars: %+v", s)
 	}
-	if len(s.DataCenters) != 3 || s.DataCenters[2].Endpoint != "" || len(s.DataCenters[0].Servers) != 2 {
+	if len(s.DataCenters) != 3 || s.DataCenters[2].Endpoint != "" || len(s.DataCenters[0].Servers) != 2 ||
+		!slices.Equal(s.DataCenters[0].Nodes, []string{"lab-a"}) || fmt.Sprint(s.Nodes()) != "map[D1:[lab-a]]" {
 		t.Errorf("datacenters: %+v", s.DataCenters)
 	}
 	if s.Oracle.Name != score.Combined || len(s.Oracle.Combined) != 2 || s.Oracle.Combined[0].Class != 10 || s.Oracle.Heartbeat != time.Second {

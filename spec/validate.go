@@ -79,6 +79,15 @@ func (s *Spec) checkDataCenters() error {
 		if len(dc.Servers) == 0 {
 			return s.errf(p+".servers", "a data center needs at least one server")
 		}
+		for k, nd := range dc.Nodes {
+			np := fmt.Sprintf("%s.nodes[%d]", p, k)
+			if strings.TrimSpace(nd) == "" {
+				return &Error{Pos: s.where(np), Field: p + ".nodes", Msg: "a node's host name or ID must not be empty"}
+			}
+			if slices.Contains(dc.Nodes[:k], nd) {
+				return &Error{Pos: s.where(np), Field: p + ".nodes", Msg: fmt.Sprintf("node %q is named twice", nd)}
+			}
+		}
 		for k, id := range dc.Servers {
 			sp := fmt.Sprintf("%s.servers[%d]", p, k)
 			if o, dup := owner[id]; dup {

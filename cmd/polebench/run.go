@@ -87,7 +87,7 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	plan := spec.Plan(topo, spec.Seed)
 	cl, err := cluster.New(ctx, spec.Backend, cluster.Options{
 		Topology: topo, Oracle: spec.Oracle, InitialLeader: spec.InitialLeader, Plan: plan,
-		DataRoot: *dataRoot, PreloadMB: spec.PreloadMB, Label: "up", Flavor: spec.Flavor,
+		DataRoot: *dataRoot, PreloadMB: spec.PreloadMB, Label: "up", Flavor: spec.Flavor, Nodes: spec.Nodes(),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

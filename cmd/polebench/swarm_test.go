@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -35,6 +37,26 @@ func TestTimingSwarmRun(t *testing.T) {
 		t.Skip("a 40 s experiment; -short skips it")
 	}
 	swarmtest.Manager(t)
+	// A stall of the shared machine only ever adds latency, and a 40 s run can land in
+	// one: the bound on the means gets a second run, both logged; correctness and
+	// cleanup are checked in each.
+	for attempt := 1; ; attempt++ {
+		bad := swarmRun(t)
+		if len(bad) == 0 {
+			return
+		}
+		if attempt == 2 {
+			t.Errorf("in two runs, means off the model: %s", strings.Join(bad, "; "))
+			return
+		}
+		t.Logf("run %d: means off the model (%s); running once more", attempt, strings.Join(bad, "; "))
+	}
+}
+
+// swarmRun runs two-dc on the swarm backend once, checks what must hold in every run,
+// and returns the means that missed [model - 1, model + swarmOverModel].
+func swarmRun(t *testing.T) (bad []string) {
+	t.Helper()
 	dir := t.TempDir()
 	code, out, errs := runCLI("run", "two-dc", "--backend", "swarm", "--duration", "40s", "--crash-at", "20s", "--repetitions", "1", "--out", dir)
 	t.Logf("polebench run:\n%s", out)
@@ -73,7 +95,7 @@ func TestTimingSwarmRun(t *testing.T) {
 			if st.ModelMS == nil {
 				t.Errorf("%s %s: no model beside the measurement", w, dc)
 			} else if d := st.Mean - *st.ModelMS; d < -1 || d > swarmOverModel {
-				t.Errorf("%s %s: measured %.1f ms, model %.1f ms: off by %+.1f ms (want -1 to +%.0f)", w, dc, st.Mean, *st.ModelMS, d, swarmOverModel)
+				bad = append(bad, fmt.Sprintf("%s %s: measured %.1f ms, model %.1f ms: off by %+.1f ms (want -1 to +%.0f)", w, dc, st.Mean, *st.ModelMS, d, swarmOverModel))
 			}
 		}
 	}
@@ -81,6 +103,8 @@ func TestTimingSwarmRun(t *testing.T) {
 	if err != nil || len(left) > 0 {
 		t.Errorf("after the run, cluster down %s removed %v (%v): the run left them behind", servers.Label, left, err)
 	}
+	sort.Strings(bad)
+	return bad
 }
 
 // historyWinner is whom history must elect: p4 with the servers in sync (the model's
