@@ -182,8 +182,9 @@ func TestSwarmTwoEngines(t *testing.T) {
 		!strings.Contains(err.Error(), "no ready node is labelled polebench.dc=D1") {
 		t.Fatalf("unlabelled nodes: error %v", err)
 	}
+	// D1 goes by the node label, D2 by the node the spec names (its ID here).
 	swarmtest.LabelNode(t, mgr, info.Swarm.NodeID, SwarmLabelDC, "D1")
-	swarmtest.LabelNode(t, mgr, w.NodeID, SwarmLabelDC, "D2")
+	opts.Nodes = map[string][]string{"D2": {w.NodeID}}
 	// The worker's engine unknown: nothing can load the image into it.
 	if _, err := NewSwarmWith(ctx, opts, SwarmConfig{}); err == nil ||
 		!strings.Contains(err.Error(), "no Docker engine address for node vm/"+w.NodeID[:12]+": add it to POLEBENCH_SWARM_ENGINES") {
