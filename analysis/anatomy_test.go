@@ -134,3 +134,26 @@ func TestAnatomize(t *testing.T) {
 		t.Error("an excess without a model")
 	}
 }
+
+// TestZxidIndex: zxids in any order, in several epochs, from any counter, each get
+// their own array; one never written is not there.
+func TestZxidIndex(t *testing.T) {
+	var x zxidIndex
+	zs := []uint64{0x1_00000005, 0x1_00000003, 0x2_fffffff0, 0x1_00000009, 0x2_00000001, 0x1_00000004}
+	for i, z := range zs {
+		x.slot(z)[0] = int64(i + 1)
+	}
+	for i, z := range zs {
+		if a := x.get(z); a == nil || a[0] != int64(i+1) {
+			t.Errorf("zxid %#x: %v, want %d", z, a, i+1)
+		}
+		if x.slot(z)[0] != int64(i+1) {
+			t.Errorf("zxid %#x: slot made it again", z)
+		}
+	}
+	for _, z := range []uint64{0x1_00000006, 0x1_00000002, 0x3_00000005, 0x2_00000002, 0} {
+		if a := x.get(z); a != nil {
+			t.Errorf("zxid %#x: %v, never written", z, a)
+		}
+	}
+}

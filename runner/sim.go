@@ -34,18 +34,23 @@ func (r *trial) simulate(ctx context.Context, topo *topology.Topology, plan nete
 	for _, id := range topo.Servers() {
 		servers = append(servers, map[string]any{"id": id, "dc": topo.DC(id)})
 	}
-	// The records and the anatomy's paths are written while the run is analysed (they
-	// only read them).
-	r.anat = r.anatomyOf(res.Marks, res.Records, res.MarksStart, topo, plan)
+	// The records are written while the anatomy is joined, its paths while the run is
+	// analysed (both only read them): on two cores this is a third of the CLI's time.
 	written := make(chan error, 1)
+	joined := make(chan struct{})
 	go func() {
 		w, err := workload.CreateRecords(filepath.Join(r.dir, "requests.csv.gz"))
-		if err != nil {
-			written <- err
-			return
+		if err == nil {
+			err = errors.Join(w.Write(res.Records...), w.Close())
 		}
-		written <- errors.Join(w.Write(res.Records...), w.Close(), r.anat.write(r.dir))
+		<-joined
+		if err == nil {
+			err = r.anat.write(r.dir)
+		}
+		written <- err
 	}()
+	r.anat = r.anatomyOf(res.Marks, res.Records, res.MarksStart, topo, plan)
+	close(joined)
 	errs := []error{
 		writeJSON(filepath.Join(r.dir, "servers.json"), map[string]any{"servers": servers, "links": "simulated", "backend": sp.Backend}),
 		analysis.WriteEvents(filepath.Join(r.dir, "events.jsonl"), res.Timeline),
