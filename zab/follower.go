@@ -19,6 +19,11 @@ type followerState struct {
 	newLeaderOp uint64
 	ackSent     bool
 	acked       Zxid
+	// resyncReason and resyncs count the resyncs in a row for one reason without
+	// reaching broadcast, so a follower cut from its leader logs it once, not at
+	// every retry (every 11 ms while an outdated server's link is cut).
+	resyncReason string
+	resyncs      int
 }
 
 func (n *Node) becomeFollower(leader int) {
@@ -38,11 +43,23 @@ func (n *Node) handshake() {
 
 // resync drops what this follower was doing with its leader and starts again.
 func (n *Node) resync(reason string) {
-	n.log.Warn("resync with leader", "leader", n.leader, "reason", reason)
+	again := 0
+	if fs := n.fs; fs != nil && fs.phase != fServe && fs.resyncReason == reason {
+		again = fs.resyncs
+	}
+	switch {
+	case again == 0:
+		n.log.Warn("resync with leader", "leader", n.leader, "reason", reason)
+	case (again+1)%100 == 0:
+		n.log.Warn("still resyncing with leader", "leader", n.leader, "reason", reason, "attempts", again+1)
+	default:
+		n.log.Debug("resync with leader", "leader", n.leader, "reason", reason, "attempts", again+1)
+	}
 	leader := n.leader
 	n.leaveRole()
 	n.role, n.leader = Following, leader
 	n.handshake()
+	n.fs.resyncReason, n.fs.resyncs = reason, again+1
 }
 
 func (n *Node) tickFollower() {
