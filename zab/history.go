@@ -22,7 +22,19 @@ func (h *history) last() Zxid {
 
 // index returns the position of the first entry with zxid > z.
 func (h *history) index(z Zxid) int {
-	return sort.Search(len(h.ents), func(i int) bool { return h.ents[i].Zxid > z })
+	n := len(h.ents)
+	if n == 0 || z >= h.ents[n-1].Zxid {
+		return n
+	}
+	// Within an epoch counters are consecutive, so a zxid of the last entry's epoch
+	// is found by its distance from it (the leader asks of the newest entries, at
+	// every commit); anything else is searched.
+	if last := h.ents[n-1].Zxid; z.Epoch() == last.Epoch() {
+		if d := int(last.Counter() - z.Counter()); d < n && h.ents[n-1-d].Zxid == z {
+			return n - d
+		}
+	}
+	return sort.Search(n, func(i int) bool { return h.ents[i].Zxid > z })
 }
 
 // has reports whether z is base or one of the known entries.

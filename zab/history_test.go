@@ -2,6 +2,7 @@ package zab
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 )
@@ -90,6 +91,29 @@ func TestNewRejectsBadPersistedState(t *testing.T) {
 	} {
 		if _, err := New(bad, Persisted{}); err == nil {
 			t.Errorf("config %+v accepted", bad)
+		}
+	}
+}
+
+// TestHistoryIndex: the distance-from-the-last-entry path finds what a binary search
+// finds, for zxids present, absent, in older epochs and beyond the ends.
+func TestHistoryIndex(t *testing.T) {
+	var h history
+	for e := uint32(1); e <= 3; e++ {
+		for c := uint32(1); c <= 5; c++ {
+			if e == 2 && c == 3 || e == 3 && c == 2 {
+				continue // holes, as no log of ours has: the fallback to the search is exercised
+			}
+			h.ents = append(h.ents, Entry{Txn: Txn{Zxid: z(e, c)}})
+		}
+	}
+	for e := uint32(0); e <= 4; e++ {
+		for c := uint32(0); c <= 7; c++ {
+			q := z(e, c)
+			want := sort.Search(len(h.ents), func(i int) bool { return h.ents[i].Zxid > q })
+			if got := h.index(q); got != want {
+				t.Errorf("index(%v) = %d, want %d", q, got, want)
+			}
 		}
 	}
 }
