@@ -125,22 +125,39 @@ func (v *server) kill() {
 }
 
 // notifyClosed tells peer p, one link delay from now and after everything v sent it
-// before, that v's broadcast stream closed.
+// before has been handed to p's loop, that v's broadcast stream closed: poled's loop
+// steps the frames queued before a stream's end first (as TCP delivers data before
+// its FIN), so a follower votes with every proposal its dead leader got to it.
 func (v *server) notifyClosed(p *server) {
 	s := v.s
 	l, _ := s.cfg.Plan.Link(v.id, p.id)
 	at := s.now + int64(l.Delay)
 	if line := v.lines[linkKey{v.id, p.id, chBroadcast}.index(s.cfg.Topology.N())]; line != nil {
-		at = max(at, line.LastNS())
+		at = max(at, line.LastNS()+int64(s.cfg.HopDelay))
 	}
-	pinc, dead := p.inc, v.id
-	s.at(at, func() {
-		if p.alive(pinc) {
-			p.d.Closed(dead)
-			p.d.Disconnected(dead)
-			p.drain()
+	pinc, dead, vinc := p.inc, v.id, v.inc
+	q := &s.lq[linkKey{v.id, p.id, chBroadcast}.index(s.cfg.Topology.N())]
+	var closed func()
+	closed = func() {
+		if !p.alive(pinc) {
+			return
 		}
-	})
+		// Frames of the dead incarnation still on the link (due at this instant, or
+		// deferred behind p's busy loop) go first; their events were queued before
+		// this one's next, so it runs after them.
+		if q.head < len(q.ds) && q.ds[q.head].inc == vinc || p.busy > s.now {
+			next := max(s.now, p.busy)
+			if q.head < len(q.ds) {
+				next = max(next, q.ds[q.head].at)
+			}
+			s.at(next, closed)
+			return
+		}
+		p.d.Closed(dead)
+		p.d.Disconnected(dead)
+		p.drain()
+	}
+	s.at(at, closed)
 }
 
 // drain hands the driver's output to the world and notices the server start or stop
