@@ -200,26 +200,17 @@ func (d *decoder) duration(dst *time.Duration) field {
 	}
 }
 
-func (d *decoder) strs(dst *[]string) field {
-	return func(n *yaml.Node, path string) error {
-		*dst = nil
-		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
-			var v string
-			if err := d.str(&v)(e, p); err != nil {
-				return err
-			}
-			*dst = append(*dst, v)
-			return nil
-		})
-	}
-}
+func (d *decoder) strs(dst *[]string) field { return listOf(d, dst, d.str) }
 
-func (d *decoder) ints(dst *[]int) field {
+func (d *decoder) ints(dst *[]int) field { return listOf(d, dst, d.integer) }
+
+// listOf decodes a list whose every element elem decodes.
+func listOf[T any](d *decoder, dst *[]T, elem func(*T) field) field {
 	return func(n *yaml.Node, path string) error {
 		*dst = nil
 		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
-			var v int
-			if err := d.integer(&v)(e, p); err != nil {
+			var v T
+			if err := elem(&v)(e, p); err != nil {
 				return err
 			}
 			*dst = append(*dst, v)
