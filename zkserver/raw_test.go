@@ -283,6 +283,15 @@ type heldBackend struct {
 	syncs   atomic.Int32
 }
 
+// startHeld starts a server on a serving heldBackend.
+func startHeld(t *testing.T) (*fixture, *heldBackend) {
+	t.Helper()
+	sb := NewStandalone(datatree.New(), nil)
+	hb := &heldBackend{Standalone: sb}
+	hb.serving.Store(true)
+	return startWith(t, Config{Tick: testTick}, hb, sb), hb
+}
+
 func (h *heldBackend) Submit(txn datatree.Txn) <-chan Outcome {
 	if txn.Type == datatree.OpCreateSession {
 		return h.Standalone.Submit(txn)
@@ -325,10 +334,7 @@ func (h *heldBackend) Status() BackendStatus {
 // TestWritesPipelined: consecutive writes are in flight together; a read between
 // writes holds back the writes behind it until it has run.
 func TestWritesPipelined(t *testing.T) {
-	sb := NewStandalone(datatree.New(), nil)
-	hb := &heldBackend{Standalone: sb}
-	hb.serving.Store(true)
-	f := startWith(t, Config{Tick: testTick}, hb, sb)
+	f, hb := startHeld(t)
 	c := newRaw(t, f.addr)
 	var burst []byte
 	ops := []zkproto.Op{zkproto.OpCreate, zkproto.OpCreate, zkproto.OpSetData, zkproto.OpGetData, zkproto.OpDelete}
@@ -368,10 +374,7 @@ func TestWritesPipelined(t *testing.T) {
 // writes behind it go to the leader at once (it reads nothing a later write could
 // change), as ZooKeeper forwards them.
 func TestPingHoldsBackNothing(t *testing.T) {
-	sb := NewStandalone(datatree.New(), nil)
-	hb := &heldBackend{Standalone: sb}
-	hb.serving.Store(true)
-	f := startWith(t, Config{Tick: testTick}, hb, sb)
+	f, hb := startHeld(t)
 	c := newRaw(t, f.addr)
 	var burst []byte
 	burst = zkproto.AppendFrame(burst, zkproto.EncodeRequest(zkproto.RequestHeader{Xid: 1, Type: zkproto.OpCreate}, &zkproto.CreateRequest{Path: "/a", ACL: zkproto.OpenACL}))
@@ -394,10 +397,7 @@ func TestPingHoldsBackNothing(t *testing.T) {
 // TestNotServing: while the replica has no quorum, clients are turned away and the
 // four-letter words say so; CloseConnections drops the connected ones.
 func TestNotServing(t *testing.T) {
-	sb := NewStandalone(datatree.New(), nil)
-	hb := &heldBackend{Standalone: sb}
-	hb.serving.Store(true)
-	f := startWith(t, Config{Tick: testTick}, hb, sb)
+	f, hb := startHeld(t)
 	connected := newRaw(t, f.addr)
 
 	hb.serving.Store(false)
@@ -461,10 +461,7 @@ func TestCreate2AndReplyZxids(t *testing.T) {
 // password expired, the server catches up with the leader (it may just lag the
 // replica that created the session); a bad password needs no such care.
 func TestReconnectUnknownSessionSyncsFirst(t *testing.T) {
-	sb := NewStandalone(datatree.New(), nil)
-	hb := &heldBackend{Standalone: sb}
-	hb.serving.Store(true)
-	f := startWith(t, Config{Tick: testTick}, hb, sb)
+	f, hb := startHeld(t)
 	const id = 0x0500000000000042
 	c := rawConnect(t, f.addr, zkproto.ConnectRequest{TimeOut: 2000, SessionID: id, Passwd: sessionPassword(defaultSecret, id)})
 	if c.resp.SessionID != 0 || hb.syncs.Load() != 1 {
