@@ -519,20 +519,48 @@ func (d *dockerCluster) server(id int) (*dockerServer, error) {
 	if d.closed {
 		return nil, errors.New("docker cluster is closed")
 	}
-	if id < 1 || id > len(d.servers) {
-		return nil, fmt.Errorf("no server p%d (servers are p1..p%d)", id, len(d.servers))
+	return byID(d.servers, id)
+}
+
+// byID is server id (1..N) of a backend's list.
+func byID[T any](servers []*T, id int) (*T, error) {
+	if id < 1 || id > len(servers) {
+		return nil, fmt.Errorf("no server p%d (servers are p1..p%d)", id, len(servers))
 	}
-	return d.servers[id-1], nil
+	return servers[id-1], nil
 }
 
 func (d *dockerCluster) Servers() []Server {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]Server, len(d.servers))
-	for i, s := range d.servers {
-		out[i] = s.Server
+	return serverViews(d.servers, func(s *dockerServer) Server { return s.Server })
+}
+
+// serverViews is what Servers reports of a backend's list.
+func serverViews[T any](list []*T, get func(*T) Server) []Server {
+	out := make([]Server, len(list))
+	for i, s := range list {
+		out[i] = get(s)
 	}
 	return out
+}
+
+// killContainer sends SIGKILL to a container on eng and waits until it has stopped;
+// one that had stopped already is not an error.
+func killContainer(ctx context.Context, eng *client.Client, cid string, id int) error {
+	if err := eng.ContainerKill(ctx, cid, "SIGKILL"); err != nil {
+		info, ierr := eng.ContainerInspect(ctx, cid)
+		if ierr != nil || info.State == nil || info.State.Running {
+			return fmt.Errorf("kill p%d: %w", id, err)
+		}
+	}
+	waitc, errc := eng.ContainerWait(ctx, cid, container.WaitConditionNotRunning)
+	select {
+	case <-waitc:
+	case err := <-errc:
+		return fmt.Errorf("kill p%d: waiting for it to stop: %w", id, err)
+	}
+	return nil
 }
 
 // Kill sends SIGKILL to the server's container and waits until it has stopped. Killing
@@ -542,17 +570,8 @@ func (d *dockerCluster) Kill(ctx context.Context, id int) error {
 	if err != nil {
 		return err
 	}
-	if err := d.cli.ContainerKill(ctx, s.container, "SIGKILL"); err != nil {
-		info, ierr := d.cli.ContainerInspect(ctx, s.container)
-		if ierr != nil || info.State == nil || info.State.Running {
-			return fmt.Errorf("kill p%d: %w", id, err)
-		}
-	}
-	waitc, errc := d.cli.ContainerWait(ctx, s.container, container.WaitConditionNotRunning)
-	select {
-	case <-waitc:
-	case err := <-errc:
-		return fmt.Errorf("kill p%d: waiting for it to stop: %w", id, err)
+	if err := killContainer(ctx, d.cli, s.container, id); err != nil {
+		return err
 	}
 	d.mu.Lock()
 	s.alive = false

@@ -739,20 +739,13 @@ func (s *swarmCluster) server(id int) (*swarmServer, error) {
 	if s.closed {
 		return nil, errors.New("swarm cluster is closed")
 	}
-	if id < 1 || id > len(s.servers) {
-		return nil, fmt.Errorf("no server p%d (servers are p1..p%d)", id, len(s.servers))
-	}
-	return s.servers[id-1], nil
+	return byID(s.servers, id)
 }
 
 func (s *swarmCluster) Servers() []Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Server, len(s.servers))
-	for i, sv := range s.servers {
-		out[i] = sv.Server
-	}
-	return out
+	return serverViews(s.servers, func(sv *swarmServer) Server { return sv.Server })
 }
 
 // Kill sends SIGKILL to the server's task container through its node's engine, the
@@ -770,19 +763,8 @@ func (s *swarmCluster) Kill(ctx context.Context, id int) error {
 	if t == nil || t.Status.ContainerStatus == nil || t.Status.ContainerStatus.ContainerID == "" {
 		return fmt.Errorf("kill p%d: no container (task %v)", id, t)
 	}
-	eng := s.engines[t.NodeID]
-	cid := t.Status.ContainerStatus.ContainerID
-	if err := eng.ContainerKill(ctx, cid, "SIGKILL"); err != nil {
-		info, ierr := eng.ContainerInspect(ctx, cid)
-		if ierr != nil || info.State == nil || info.State.Running {
-			return fmt.Errorf("kill p%d: %w", id, err)
-		}
-	}
-	waitc, errc := eng.ContainerWait(ctx, cid, container.WaitConditionNotRunning)
-	select {
-	case <-waitc:
-	case err := <-errc:
-		return fmt.Errorf("kill p%d: waiting for it to stop: %w", id, err)
+	if err := killContainer(ctx, s.engines[t.NodeID], t.Status.ContainerStatus.ContainerID, id); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	sv.alive = false
