@@ -270,9 +270,6 @@ func (d *dockerCluster) start(ctx context.Context, opts Options, dc DockerConfig
 	return nil
 }
 
-// create makes server s's volume and container and copies its config into it.
-// The config goes in with CopyToContainer rather than a bind mount: it works with a
-// remote engine too, and the container keeps it across restarts.
 // procsEnv gives each of n containers on one engine its share of the engine's cores
 // as GOMAXPROCS (at least 1), unless a CPU limit is set (Go then sizes itself to it). By
 // default every poled would run as many Ps as the host has cores, and n of them
@@ -289,6 +286,9 @@ func (d *dockerCluster) procsEnv(ctx context.Context, n int, res DockerResources
 	return []string{"GOMAXPROCS=" + strconv.Itoa(max(1, cpus/n))}
 }
 
+// create makes server s's volume and container and copies its config into it.
+// The config goes in with CopyToContainer rather than a bind mount: it works with a
+// remote engine too, and the container keeps it across restarts.
 func (d *dockerCluster) create(ctx context.Context, s *dockerServer, tag string, cfg replica.Config, planJSON []byte, res DockerResources, env []string) error {
 	labels := map[string]string{LabelRun: d.label, LabelServer: strconv.Itoa(s.ID)}
 	if _, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Name: s.volume, Labels: labels}); err != nil {
