@@ -627,20 +627,27 @@ func (d *dockerCluster) collectLog(ctx context.Context, id int, path string) err
 	if err != nil {
 		return err
 	}
-	rc, err := d.cli.ContainerLogs(ctx, s.container, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		return err
+	return writeLog(path)(d.cli.ContainerLogs(ctx, s.container, container.LogsOptions{ShowStdout: true, ShowStderr: true}))
+}
+
+// writeLog returns what writes an engine's multiplexed log stream (a container's or a
+// service's) into path, stdout and stderr together.
+func writeLog(path string) func(io.ReadCloser, error) error {
+	return func(rc io.ReadCloser, err error) error {
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if _, err := stdcopy.StdCopy(f, f, rc); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	}
-	defer rc.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := stdcopy.StdCopy(f, f, rc); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // Close removes every container, volume and network of the run (found by label, so

@@ -26,7 +26,6 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/replica"
@@ -840,20 +839,7 @@ func (s *swarmCluster) CollectLogs(ctx context.Context, dir string) error {
 }
 
 func (s *swarmCluster) collectLog(ctx context.Context, service, path string) error {
-	rc, err := s.cli.ServiceLogs(ctx, service, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := stdcopy.StdCopy(f, f, rc); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeLog(path)(s.cli.ServiceLogs(ctx, service, container.LogsOptions{ShowStdout: true, ShowStderr: true}))
 }
 
 // Close removes every service, container, volume, config and network of the run
