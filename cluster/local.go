@@ -42,8 +42,7 @@ func NewLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 		return nil, errors.New("local backend: no topology")
 	}
 	l := &Local{opts: opts, log: opts.Logger, root: opts.DataRoot, cfgs: map[int]replica.Config{},
-		nodes: map[int]*replica.Node{}, logs: map[int]*os.File{},
-		releaseProcs: tuneProcs(len(opts.Topology.Servers()))}
+		nodes: map[int]*replica.Node{}, logs: map[int]*os.File{}}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -56,6 +55,7 @@ func NewLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 	if err := os.MkdirAll(l.root, 0o755); err != nil {
 		return nil, err
 	}
+	l.releaseProcs = tuneProcs(len(opts.Topology.Servers())) // Close gives them back
 	defer func() {
 		if err != nil {
 			l.Close(context.WithoutCancel(ctx))

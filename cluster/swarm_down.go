@@ -112,8 +112,14 @@ func swarmObjects(ctx context.Context, cli *client.Client, engines swarmEngines,
 // swarmRemoveRun removes the run's objects. Removing a service makes its node's agent
 // remove the task's container, a moment later, and the volume and the network are in
 // use until then: the removal goes round until nothing is left or the context ends,
-// forcing a container the agent left behind.
+// forcing a container the agent left behind. Without a deadline it gives up after
+// swarmRemoveTimeout, so an object that cannot be removed ends it with an error.
 func swarmRemoveRun(ctx context.Context, cli *client.Client, engines swarmEngines, label string) ([]string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, swarmRemoveTimeout)
+		defer cancel()
+	}
 	var removed []string
 	var last []error
 	for round := 0; ; round++ {

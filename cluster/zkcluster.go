@@ -53,24 +53,24 @@ func NewZooKeeperLocal(ctx context.Context, opts Options) (_ *ZKCluster, err err
 	if opts.Topology == nil || opts.Topology.N() == 0 {
 		return nil, errors.New("zookeeper: no topology")
 	}
+	ids := opts.Topology.Servers()
+	ports, err := freeLoopbackPorts(3 * len(ids))
+	if err != nil {
+		return nil, err
+	}
+	// The root is made last before the cluster, whose Close removes a temporary one.
 	root, removeRoot := opts.DataRoot, false
 	if root == "" {
 		if root, err = os.MkdirTemp("", "polebench-zk-"); err != nil {
 			return nil, err
 		}
 		removeRoot = true
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
 	label := opts.Label
 	if label == "" {
 		label = fmt.Sprintf("t%x", time.Now().UnixNano()&0xffffffff)
-	}
-	ids := opts.Topology.Servers()
-	ports, err := freeLoopbackPorts(3 * len(ids))
-	if err != nil {
-		return nil, err
 	}
 	addrs := map[int]zkAddr{}
 	for i, id := range ids {

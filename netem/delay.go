@@ -154,9 +154,6 @@ func (d *DelayLine) ScheduleNS(sent int64, size int) (depart, arrive int64) {
 	return depart, d.last
 }
 
-// Last is when the latest message scheduled on the line arrives: a stream's close is
-// noticed after it.
-func (d *DelayLine) Last() time.Time { return time.Unix(0, d.last) }
-
-// LastNS is Last on ScheduleNS's clock.
+// LastNS is when the latest message scheduled on the line arrives (ScheduleNS's
+// clock): a stream's close is noticed after it.
 func (d *DelayLine) LastNS() int64 { return d.last }

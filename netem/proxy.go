@@ -31,7 +31,6 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
-	cut   bool
 
 	out, back delayStat
 }
@@ -93,23 +92,6 @@ func (p *Proxy) Measured() (out, back time.Duration, nOut, nBack int64) {
 	return
 }
 
-// Cut drops every connection through the proxy and refuses new ones (a partition);
-// Cut(false) accepts them again.
-func (p *Proxy) Cut(cut bool) {
-	p.mu.Lock()
-	p.cut = cut
-	var conns []net.Conn
-	if cut {
-		for c := range p.conns {
-			conns = append(conns, c)
-		}
-	}
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
-}
-
 // Close stops accepting, drops every connection and waits for its goroutines.
 func (p *Proxy) Close() error {
 	p.cancel()
@@ -126,7 +108,7 @@ func (p *Proxy) Close() error {
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cut || p.ctx.Err() != nil {
+	if p.ctx.Err() != nil {
 		return false
 	}
 	p.conns[c] = struct{}{}

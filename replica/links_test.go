@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -37,16 +38,27 @@ func withPlan(t *testing.T, cfgs []Config, delay time.Duration, mode string) {
 	}
 }
 
+// withoutKernelLinks returns why kernel links are unavailable here; where they are
+// available (root and sch_netem: the VM test covers that mode), it makes them
+// unavailable for the test, so the user-space path is tested everywhere.
+func withoutKernelLinks(t *testing.T) error {
+	if err := kernelLinksUnavailable(context.Background()); err != nil {
+		return err
+	}
+	probe := kernelLinksUnavailable
+	t.Cleanup(func() { kernelLinksUnavailable = probe })
+	err := errors.New("made unavailable by the test")
+	kernelLinksUnavailable = func(context.Context) error { return err }
+	return err
+}
+
 // TestLinkModeAuto: a server in auto mode installs its links in the kernel when it
 // can (CAP_NET_ADMIN and sch_netem), else delays its messages itself, and /status says
 // which and why; either way the heartbeats measure the plan's RTT.
 func TestLinkModeAuto(t *testing.T) {
 	cfgs, lns := ensemble(t, 3)
 	withPlan(t, cfgs, 10*time.Millisecond, LinksAuto)
-	kernelErr := kernelLinksUnavailable(context.Background())
-	if kernelErr == nil {
-		t.Skip("this machine could install kernel links on loopback, for every test at once: the VM test covers kernel mode")
-	}
+	kernelErr := withoutKernelLinks(t)
 	nodes := make([]*Node, len(cfgs))
 	for i, c := range cfgs {
 		n, err := Start(t.Context(), c, lns[i], nil)
@@ -85,10 +97,7 @@ func TestLinkModeAuto(t *testing.T) {
 // TestLinkModeKernelRefused: link_mode kernel where the kernel links cannot be
 // installed fails the start, saying why.
 func TestLinkModeKernelRefused(t *testing.T) {
-	reason := kernelLinksUnavailable(context.Background())
-	if reason == nil {
-		t.Skip("kernel links work here; the VM test covers kernel mode")
-	}
+	reason := withoutKernelLinks(t)
 	cfgs, lns := ensemble(t, 3)
 	withPlan(t, cfgs, time.Millisecond, LinksKernel)
 	n, err := Start(t.Context(), cfgs[0], lns[0], nil)
