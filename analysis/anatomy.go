@@ -345,9 +345,6 @@ type ModelSplit struct {
 	Forward, Quorum, Back, Jitter float64
 }
 
-// Total is the plain model's latency.
-func (m ModelSplit) Total() float64 { return m.Forward + m.Quorum + m.Back }
-
 // PathModel gives the model's split for a write of window w sent to server s while l
 // leads; ok is false when the model has nothing for it.
 type PathModel func(w string, s, l int) (m ModelSplit, ok bool)
@@ -468,12 +465,12 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 				ph := st.PhasesMS
 				mp := &ModelParts{Forward: a.m.Forward / n, Quorum: a.m.Quorum / n, Back: a.m.Back / n}
 				mp.Total = mp.Forward + mp.Quorum + mp.Back
-				links := ph["forward"] + ph["quorum"] - ph["quorum_follower"] + ph["commit_back"] - mp.Total
+				links := ph["forward"] + quorumLinkMS(ph) + ph["commit_back"] - mp.Total
 				e := &Excess{
 					Total:         st.MeasuredMS - mp.Total,
 					SendLag:       ph["send_lag"],
-					Client:        ph["to_server"] + ph["to_client"],
-					Processing:    ph["intake"] + ph["leader"] + ph["commit"] + ph["apply"] + ph["reply"] + ph["quorum_follower"],
+					Client:        clientMS(ph),
+					Processing:    processingMS(ph),
 					JitterInOrder: a.m.Jitter / n,
 				}
 				e.Other = links - e.JitterInOrder
@@ -484,3 +481,14 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 	}
 	return out
 }
+
+// The anatomy's groups of phases (PhasesMS), for the excess and the figure alike:
+// the client library and sockets (the harness's), poled's processing (the deciding
+// follower's own share of the quorum wait included), and the quorum's link time.
+func clientMS(ph map[string]float64) float64 { return ph["to_server"] + ph["to_client"] }
+
+func processingMS(ph map[string]float64) float64 {
+	return ph["intake"] + ph["leader"] + ph["commit"] + ph["apply"] + ph["reply"] + ph["quorum_follower"]
+}
+
+func quorumLinkMS(ph map[string]float64) float64 { return ph["quorum"] - ph["quorum_follower"] }

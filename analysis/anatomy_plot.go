@@ -53,7 +53,7 @@ func PlotAnatomy(a map[string]map[string]AnatomyStats, title, path string) error
 		{"forward link", color.RGBA{R: 70, G: 130, B: 180, A: 255},
 			func(m *ModelParts) float64 { return m.Forward }, func(ph map[string]float64) float64 { return ph["forward"] }},
 		{"quorum round trip", color.RGBA{R: 60, G: 160, B: 90, A: 255},
-			func(m *ModelParts) float64 { return m.Quorum }, func(ph map[string]float64) float64 { return ph["quorum"] - ph["quorum_follower"] }},
+			func(m *ModelParts) float64 { return m.Quorum }, quorumLinkMS},
 		{"commit back", color.RGBA{R: 150, G: 110, B: 200, A: 255},
 			func(m *ModelParts) float64 { return m.Back }, func(ph map[string]float64) float64 { return ph["commit_back"] }},
 	}
@@ -63,11 +63,8 @@ func PlotAnatomy(a map[string]map[string]AnatomyStats, title, path string) error
 		meas func(map[string]float64) float64
 	}{
 		{"send lag (harness)", color.RGBA{R: 230, G: 90, B: 70, A: 255}, func(ph map[string]float64) float64 { return max(ph["send_lag"], 0) }},
-		{"client and sockets (harness)", color.RGBA{R: 240, G: 170, B: 60, A: 255},
-			func(ph map[string]float64) float64 { return ph["to_server"] + ph["to_client"] }},
-		{"processing (poled)", color.RGBA{R: 120, G: 120, B: 120, A: 255}, func(ph map[string]float64) float64 {
-			return ph["intake"] + ph["leader"] + ph["commit"] + ph["apply"] + ph["reply"] + ph["quorum_follower"]
-		}},
+		{"client and sockets (harness)", color.RGBA{R: 240, G: 170, B: 60, A: 255}, clientMS},
+		{"processing (poled)", color.RGBA{R: 120, G: 120, B: 120, A: 255}, processingMS},
 	}
 	bars := func(f func(AnatomyStats) float64) plotter.Values {
 		v := make(plotter.Values, len(cols))

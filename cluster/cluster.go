@@ -13,6 +13,7 @@ import (
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 )
@@ -92,4 +93,13 @@ type Options struct {
 	// (the swarm backend; a DC not named goes by the polebench.dc node label).
 	Nodes  map[string][]string
 	Logger *slog.Logger
+}
+
+// replicaConfig is server id's poled config as the experiment sets it, the same on
+// every backend; the backend adds where it listens, keeps its data and gets its links.
+func (o Options) replicaConfig(id int, peers []replica.Peer) replica.Config {
+	return replica.Config{
+		ID: id, Servers: peers, Oracle: o.Oracle, InitialLeader: o.InitialLeader, Fsync: o.Fsync,
+		PreloadMB: o.PreloadMB, Trace: o.Trace, Heartbeat: replica.Duration(o.Oracle.Heartbeat),
+	}
 }

@@ -223,13 +223,9 @@ func (d *dockerCluster) start(ctx context.Context, opts Options, dc DockerConfig
 	}
 	env := d.procsEnv(ctx, t.N(), dc.Resources)
 	for id := 1; id <= t.N(); id++ {
-		cfg := replica.Config{
-			ID: id, Servers: peers, DataDir: image.DataDir,
-			Oracle: opts.Oracle, InitialLeader: opts.InitialLeader, Fsync: opts.Fsync,
-			ListenHost: "0.0.0.0", // eth0 arrives after poled starts
-			Trace:      opts.Trace,
-			Heartbeat:  replica.Duration(opts.Oracle.Heartbeat),
-		}
+		cfg := opts.replicaConfig(id, peers)
+		cfg.DataDir = image.DataDir
+		cfg.ListenHost = "0.0.0.0" // eth0 arrives after poled starts
 		if planJSON != nil {
 			cfg.LinkPlan = image.ConfigDir + "/plan.json"
 		}

@@ -83,11 +83,9 @@ func NewLocal(ctx context.Context, opts Options) (_ *Local, err error) {
 		peers = append(peers, replica.Peer{ID: id, Host: "127.0.0.1", ClientPort: port(0), PeerPort: port(1), ElectionPort: port(2), AdminPort: port(3)})
 	}
 	for _, id := range opts.Topology.Servers() {
-		l.cfgs[id] = replica.Config{
-			ID: id, Servers: peers, DataDir: filepath.Join(l.root, fmt.Sprintf("p%d", id)),
-			Oracle: opts.Oracle, InitialLeader: opts.InitialLeader, Fsync: opts.Fsync,
-			PreloadMB: opts.PreloadMB, LinkPlan: planPath, Trace: opts.Trace, Heartbeat: replica.Duration(opts.Oracle.Heartbeat),
-		}
+		cfg := opts.replicaConfig(id, peers)
+		cfg.DataDir, cfg.LinkPlan = filepath.Join(l.root, fmt.Sprintf("p%d", id)), planPath
+		l.cfgs[id] = cfg
 	}
 	for _, id := range opts.Topology.Servers() {
 		if err := l.start(ctx, id, lns[id]); err != nil {

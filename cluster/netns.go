@@ -200,11 +200,8 @@ func (c *Netns) start(ctx context.Context) error {
 		}
 	}
 	for _, id := range ids {
-		cfg := replica.Config{
-			ID: id, Servers: peers, DataDir: c.dataDir(id), Oracle: c.opts.Oracle,
-			InitialLeader: c.opts.InitialLeader, Fsync: c.opts.Fsync, LinkPlan: planFile, Trace: c.opts.Trace,
-			Heartbeat: replica.Duration(c.opts.Oracle.Heartbeat),
-		}
+		cfg := c.opts.replicaConfig(id, peers)
+		cfg.DataDir, cfg.LinkPlan = c.dataDir(id), planFile
 		if err := c.writeConfig(cfg); err != nil {
 			return err
 		}

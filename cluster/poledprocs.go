@@ -70,8 +70,8 @@ func NewPoledProcs(ctx context.Context, opts Options) (_ *PoledProcs, err error)
 		c.servers = append(c.servers, Server{ID: id, DC: opts.Topology.DC(id), Client: peers[i].ClientAddr(), Admin: peers[i].AdminAddr()})
 	}
 	for _, id := range ids {
-		cfg := replica.Config{ID: id, Servers: peers, DataDir: c.file(id, ""), Oracle: opts.Oracle,
-			InitialLeader: opts.InitialLeader, Fsync: opts.Fsync, PreloadMB: opts.PreloadMB}
+		cfg := opts.replicaConfig(id, peers)
+		cfg.DataDir = c.file(id, "")
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			return nil, err
 		}

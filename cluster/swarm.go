@@ -278,11 +278,9 @@ func (s *swarmCluster) start(ctx context.Context, opts Options, sc SwarmConfig) 
 				Admin:  net.JoinHostPort(addr, strconv.Itoa(sc.PortBase+100+id))},
 			service: s.service(id), node: nd.ID,
 		}
-		cfg := replica.Config{
-			ID: id, Servers: peers, DataDir: image.DataDir, Oracle: opts.Oracle, InitialLeader: opts.InitialLeader,
-			Fsync: opts.Fsync, PreloadMB: opts.PreloadMB, ListenHost: "0.0.0.0",
-			LinkPlan: image.ConfigDir + "/plan.json", LinkMode: replica.LinksAuto,
-		}
+		cfg := opts.replicaConfig(id, peers)
+		cfg.DataDir, cfg.ListenHost = image.DataDir, "0.0.0.0"
+		cfg.LinkPlan, cfg.LinkMode = image.ConfigDir+"/plan.json", replica.LinksAuto
 		check := cfg
 		check.Defaults()
 		if err := check.Validate(); err != nil {

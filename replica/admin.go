@@ -9,7 +9,8 @@ import (
 	"strconv"
 )
 
-// maxTracePage bounds the marks one GET /trace returns (6 MB).
+// maxTracePage bounds the marks one GET /trace returns (4.7 MB at 18 bytes a mark):
+// the whole of poled's log (trace.DefaultCapacity); the harness reads from a mark on.
 const maxTracePage = 1 << 18
 
 // Status is what GET /status returns.

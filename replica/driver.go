@@ -26,7 +26,6 @@ import (
 // A Driver is not safe for concurrent use, except Read, which other goroutines may
 // call while the owner applies (the tree is guarded by a read-write lock).
 type Driver struct {
-	id        int
 	log       *slog.Logger
 	io        IO
 	heartbeat time.Duration
@@ -95,7 +94,7 @@ func NewDriver(cfg Config, persisted zab.Persisted, tree *datatree.Tree, io IO, 
 	tick := time.Duration(cfg.Tick)
 	zc := zab.DefaultConfig(cfg.ID, ids, tick)
 	zc.Window, zc.FetchFrom, zc.Logger = cfg.SnapWindow, zab.FetchFirst, log.With("core", "zab")
-	d := &Driver{id: cfg.ID, log: log, io: io, heartbeat: time.Duration(cfg.Heartbeat), tree: tree,
+	d := &Driver{log: log, io: io, heartbeat: time.Duration(cfg.Heartbeat), tree: tree,
 		pending: map[uint64]func(zkserver.Outcome){}, pingAt: map[int]time.Duration{}}
 	var err error
 	if d.bcast, err = zab.New(zc, persisted); err != nil {

@@ -15,13 +15,10 @@ import (
 // queued before it drains (poled's group commit), so the deciding ACK or COMMIT is
 // one of them, and no phase comes out negative. A nil tracer marks nothing.
 type tracer struct {
-	id int
-	io IO
-	in struct { // the latest input since the last Ready
-		at   time.Duration
-		from int
-	}
-	ack struct { // the latest ACK among them: it can complete a quorum
+	id   int
+	io   IO
+	inAt time.Duration // the latest input since the last Ready
+	ack  struct {      // the latest ACK among them: it can complete a quorum
 		at   time.Duration
 		from int
 		ok   bool
@@ -50,8 +47,8 @@ func (t *tracer) input(at time.Duration, from int, ack bool) {
 	if t == nil {
 		return
 	}
-	if t.fresh || at >= t.in.at {
-		t.in.at, t.in.from = at, from
+	if t.fresh || at >= t.inAt {
+		t.inAt = at
 	}
 	if ack && (!t.ack.ok || at >= t.ack.at) {
 		t.ack.at, t.ack.from, t.ack.ok = at, from, true
@@ -148,7 +145,7 @@ func (t *tracer) arrived(e zab.Entry) time.Duration {
 			return at
 		}
 	}
-	return t.in.at
+	return t.inAt
 }
 
 // applied marks, once a Ready's commits are applied, this server's own writes.
@@ -168,7 +165,7 @@ func (t *tracer) applied(rd zab.Ready, st zab.Status) {
 		}
 		t.mark(r.Zxid, trace.Submit, sub, 0)
 		if st.Role != zab.Leading {
-			t.mark(r.Zxid, trace.CommitArrived, t.in.at, 0)
+			t.mark(r.Zxid, trace.CommitArrived, t.inAt, 0)
 		}
 		t.mark(r.Zxid, trace.Applied, now, 0)
 	}

@@ -21,8 +21,8 @@ import (
 // election is history: it must elect p4 (or the server that was ahead), lose no
 // acknowledged write, land above the model but within zkBefore / zkAfter of it, and
 // leave nothing behind. Then poled with the history oracle runs the same spec: the
-// same winner when both runs were in sync at the crash, and per-DC means after the
-// crash within zkAfter of ZooKeeper's.
+// per-DC means before the crash within zkBefore of ZooKeeper's, and after it within
+// zkAfter when both elected the same server.
 //
 // The issue asks for 3 ms from the model and 2 ms from poled. On this project's
 // 2-core machine five JVMs take about 1.4 cores at 1000 writes/s (measured from
@@ -120,17 +120,18 @@ func TestZooKeeperFlavor(t *testing.T) {
 	if zk == nil || poled == nil {
 		return
 	}
-	s := specFor(t, "two-dc", settings...)
-	if zk.NewLeader != poled.NewLeader {
-		// Each run elected whom history must elect from its own zxids (checked above):
-		// a proposal in flight at the kill decided between servers otherwise in sync.
-		// With different leaders the means after the crash measure different layouts.
-		if historyElects(t, s, zk) == historyElects(t, s, poled) {
-			t.Errorf("ZooKeeper elected p%d, poled-history p%d", zk.NewLeader, poled.NewLeader)
-		}
+	// Each run was held to whom history must elect from its own zxids (check, above):
+	// a proposal in flight at the kill can decide between servers otherwise in sync,
+	// and then the two runs' means after the crash measure different layouts. Before
+	// the crash both run p5's.
+	sameLeader := zk.NewLeader == poled.NewLeader
+	if !sameLeader {
 		t.Logf("ZooKeeper elected p%d, poled p%d (each as its zxids at the crash said): only the means before the crash compare", zk.NewLeader, poled.NewLeader)
 	}
-	for _, w := range []string{"before", "after"} {
+	for w, apart := range map[string]float64{"before": zkBefore, "after": zkAfter} {
+		if w == "after" && !sameLeader {
+			continue
+		}
 		for dc, z := range zk.LatencyMS[w] {
 			p, ok := poled.LatencyMS[w][dc]
 			if !ok {
@@ -138,8 +139,8 @@ func TestZooKeeperFlavor(t *testing.T) {
 				continue
 			}
 			t.Logf("%s %s: ZooKeeper %.1f ms, poled %.1f ms", w, dc, z.Mean, p.Mean)
-			if w == "after" && zk.NewLeader == poled.NewLeader && math.Abs(z.Mean-p.Mean) > zkAfter {
-				t.Errorf("%s %s: ZooKeeper %.1f ms, poled %.1f ms: more than %.0f ms apart", w, dc, z.Mean, p.Mean, zkAfter)
+			if math.Abs(z.Mean-p.Mean) > apart {
+				t.Errorf("%s %s: ZooKeeper %.1f ms, poled %.1f ms: more than %.0f ms apart", w, dc, z.Mean, p.Mean, apart)
 			}
 		}
 	}

@@ -81,7 +81,7 @@ func (s *Sim) load(ctx context.Context) {
 		c.pickRng = rand.New(rand.NewPCG(pick, 2))
 		s.pace(c)
 	}
-	nemesis.Play(ctx, clock{s, ctx}, target{s}, s.cfg.Faults, s.observer())
+	nemesis.Play(ctx, clock{s}, target{s}, s.cfg.Faults, s.observer())
 	if s.runUntil(ctx, s.start+int64(s.cfg.Duration)) != nil {
 		return
 	}

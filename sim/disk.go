@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -17,7 +18,6 @@ import (
 type disk struct {
 	hs       zab.HardState
 	snap     []byte // nil: none yet
-	snapZxid zab.Zxid
 	log      []zab.Txn
 	logBytes int // of the log's data since the last snapshot
 
@@ -84,7 +84,7 @@ func (d *disk) restore(preloadMB int) (zab.Persisted, *datatree.Tree, error) {
 		if err := t.WriteSnapshot(&b); err != nil {
 			return zab.Persisted{}, nil, err
 		}
-		d.snap, d.snapZxid = b.Bytes(), t.LastZxid()
+		d.snap = b.Bytes()
 	}
 	return zab.Persisted{HardState: d.hs, Snapshot: t.LastZxid(), Log: slices.Clone(d.log)}, t, nil
 }
@@ -129,12 +129,12 @@ func (d *disk) apply(w write) {
 			d.logBytes += len(t.Data)
 		}
 	case *zab.Truncate:
-		i, _ := slices.BinarySearchFunc(d.log, op.After+1, func(t zab.Txn, z zab.Zxid) int { return cmpZxid(t.Zxid, z) })
+		i, _ := slices.BinarySearchFunc(d.log, op.After+1, func(t zab.Txn, z zab.Zxid) int { return cmp.Compare(t.Zxid, z) })
 		d.log = d.log[:i]
 	case *zab.SetHardState:
 		d.hs = op.HardState
 	case *zab.SnapshotChunk:
-		d.snap, d.snapZxid, d.log, d.logBytes = w.snap, op.Zxid, nil, 0
+		d.snap, d.log, d.logBytes = w.snap, nil, 0
 	}
 }
 
@@ -170,22 +170,12 @@ func (d *disk) compact(view *datatree.View) error {
 		return err
 	}
 	z := view.Zxid()
-	i, _ := slices.BinarySearchFunc(d.log, z+1, func(t zab.Txn, z zab.Zxid) int { return cmpZxid(t.Zxid, z) })
-	d.snap, d.snapZxid = b.Bytes(), z
+	i, _ := slices.BinarySearchFunc(d.log, z+1, func(t zab.Txn, z zab.Zxid) int { return cmp.Compare(t.Zxid, z) })
+	d.snap = b.Bytes()
 	d.log = slices.Clone(d.log[max(0, i-keepBehind):])
 	d.logBytes = 0
 	for _, t := range d.log[min(keepBehind, i):] {
 		d.logBytes += len(t.Data)
 	}
 	return nil
-}
-
-func cmpZxid(a, b zab.Zxid) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

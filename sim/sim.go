@@ -409,10 +409,7 @@ func (s *Sim) wall() time.Time { return base.Add(time.Duration(s.now)) }
 func (s *Sim) since() time.Duration { return time.Duration(s.now - s.start) }
 
 // clock is the nemesis's clock: waiting is simulating.
-type clock struct {
-	s   *Sim
-	ctx context.Context
-}
+type clock struct{ s *Sim }
 
 func (c clock) Now() time.Duration { return c.s.since() }
 

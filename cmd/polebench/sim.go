@@ -50,7 +50,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		sp.Duration = 10 * time.Second
 	}
 	rates := sp.RatesByDC()
-	if !chose["rate"] && !chose["rates"] {
+	if !chose["rate"] {
 		total := 0.0
 		for _, r := range rates {
 			total += r
