@@ -65,12 +65,25 @@ func TestTwoDC(t *testing.T) {
 	if leader != 4 {
 		t.Errorf("new leader p%d; history elects p4", leader)
 	}
+	sp, err := spec.Resolve("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, err := sp.Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p4, ok := pred.After.Candidate(4)
+	if !ok {
+		t.Fatal("the model has no p4 after the crash")
+	}
+	before, after := pred.Before.LatencyByDC, p4.LatencyByDC
 	for _, c := range []struct {
 		dc       string
 		from, to time.Duration
 		model    float64
-	}{{"D1", 2 * time.Second, 10 * time.Second, 20.9}, {"D2", 2 * time.Second, 10 * time.Second, 0.2},
-		{"D1", 12 * time.Second, 20 * time.Second, 41.5}, {"D2", 12 * time.Second, 20 * time.Second, 20.8}} {
+	}{{"D1", 2 * time.Second, 10 * time.Second, before["D1"]}, {"D2", 2 * time.Second, 10 * time.Second, before["D2"]},
+		{"D1", 12 * time.Second, 20 * time.Second, after["D1"]}, {"D2", 12 * time.Second, 20 * time.Second, after["D2"]}} {
 		got := meanMS(res.Records, c.dc, c.from, c.to)
 		t.Logf("%s %v-%v: mean %.2f ms, model %.1f", c.dc, c.from, c.to, got, c.model)
 		if got < c.model-0.1 || got > c.model+1 {
