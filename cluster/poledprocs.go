@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/polebench/polebench/freeport"
 	"github.com/polebench/polebench/replica"
 )
 
@@ -59,7 +60,7 @@ func NewPoledProcs(ctx context.Context, opts Options) (_ *PoledProcs, err error)
 		}
 	}()
 	ids := opts.Topology.Servers()
-	ports, err := freeLoopbackPorts(4 * len(ids))
+	ports, err := freeport.Loopback(4 * len(ids))
 	if err != nil {
 		return nil, err
 	}

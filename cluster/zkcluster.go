@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/freeport"
 	"github.com/polebench/polebench/netem"
 )
 
@@ -54,7 +55,7 @@ func NewZooKeeperLocal(ctx context.Context, opts Options) (_ *ZKCluster, err err
 		return nil, errors.New("zookeeper: no topology")
 	}
 	ids := opts.Topology.Servers()
-	ports, err := freeLoopbackPorts(3 * len(ids))
+	ports, err := freeport.Loopback(3 * len(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -92,27 +93,6 @@ func NewZooKeeperLocal(ctx context.Context, opts Options) (_ *ZKCluster, err err
 		z.links = LinksUserSpace
 	}
 	return z, z.start(ctx)
-}
-
-// freeLoopbackPorts finds n free ports on 127.0.0.1 (they are free again when it
-// returns: a JVM binds them next).
-func freeLoopbackPorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("zookeeper: free port: %w", err)
-		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // start writes the configurations and starts the servers, the highest id first.

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/polebench/polebench/freeport"
 )
 
 // Jar is the ZooKeeper server jar of Debian's libzookeeper-java (pulled in by zookeeper);
@@ -97,7 +99,7 @@ func Start(ctx context.Context, n int, o Options) (*Cluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ports, err := freePorts(3 * n)
+	ports, err := freeport.Loopback(3 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -330,25 +332,6 @@ func WaitServing(ctx context.Context, addr string) (string, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("zktest: free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func portOf(addr string) string {
