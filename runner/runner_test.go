@@ -490,15 +490,11 @@ func historyWinner(t *testing.T, s *spec.Spec, sum *analysis.Summary, paper int)
 // historyElects is whom history elects from the zxids the run's servers proposed.
 func historyElects(t *testing.T, s *spec.Spec, sum *analysis.Summary) int {
 	t.Helper()
-	pred, err := s.Model()
+	leader, err := s.HistoryElects(sum.ElectionZxids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := pred.After.Elect(score.Oracle{Name: score.History}, 0, sum.ElectionZxids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e.Leader
+	return leader
 }
 
 func readJSON(t *testing.T, path string, v any) {

@@ -39,3 +39,16 @@ func (s *Spec) modelZxids() map[int]uint64 {
 	}
 	return z
 }
+
+// HistoryElects is whom the history oracle elects after the initial leader's crash
+// from the zxids the servers proposed at the election (highest zxid, ties by highest
+// id): what a run's summary (election_zxids) says history had to elect, when a
+// proposal in flight at the kill put a server ahead of the model's winner.
+func (s *Spec) HistoryElects(zxids map[int]uint64) (int, error) {
+	pred, err := s.Model()
+	if err != nil {
+		return 0, err
+	}
+	e, err := pred.After.Elect(score.Oracle{Name: score.History}, 0, zxids)
+	return e.Leader, err
+}

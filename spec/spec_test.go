@@ -244,3 +244,25 @@ func TestRecoverySpecs(t *testing.T) {
 		t.Errorf("3DC RTTs: p1-p2 %v, p4-p3 %v, p1-p5 %v", topo.RTT(1, 2), topo.RTT(4, 3), topo.RTT(1, 5))
 	}
 }
+
+// TestHistoryElects: with the servers in sync history elects the model's winner
+// (p4 on two-dc), and a server ahead when it is one.
+func TestHistoryElects(t *testing.T) {
+	s, err := Resolve("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		zxids map[int]uint64
+		want  int
+	}{
+		{map[int]uint64{1: 9, 2: 9, 3: 9, 4: 9}, 4},
+		{map[int]uint64{1: 9, 2: 9, 3: 10, 4: 9}, 3},
+		{map[int]uint64{1: 11, 2: 9, 3: 10, 4: 10}, 1},
+	} {
+		got, err := s.HistoryElects(c.zxids)
+		if err != nil || got != c.want {
+			t.Errorf("zxids %v: p%d (%v), want p%d", c.zxids, got, err, c.want)
+		}
+	}
+}
