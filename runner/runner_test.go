@@ -114,11 +114,10 @@ func within(sum *analysis.Summary, tol float64, windows ...string) []string {
 
 // runNearModel runs s, checks its anatomy (checkAnatomy: the done-when test of
 // issue 17), applies check, and fails unless every mean of the windows lands within
-// tol ms of the model (runBounded: in that run or a second one). The local and netns
-// backends land 0.7-1.9 ms above the model on this project's 2-core machine, so 3 ms
-// leaves room for a shared machine's stalls (which only ever add latency); the docker
-// backend's containers land 2.3-2.8 ms above it (its veth and namespace hops), so it
-// gets 4 ms.
+// tol ms of the model (runBounded: in that run or a second one). The local backend
+// lands 0.4-1.9 ms above the model on this project's 2-core machines, so 3 ms leaves
+// room for a shared machine's stalls (which only ever add latency); TestBackends gives
+// netns and docker their own, wider tolerances.
 func runNearModel(t *testing.T, s *spec.Spec, tol float64, check func(*analysis.Summary), windows ...string) *analysis.Summary {
 	t.Helper()
 	return runBounded(t, s, func(sum *analysis.Summary) {
