@@ -18,7 +18,8 @@ import (
 // TestZooKeeperFlavor runs the two-DC experiment (40 s, p5 killed at 20 s)
 // with Apache ZooKeeper as the replicas: on the local backend (JVMs on loopback behind
 // user-space proxies) and the netns backend (a JVM per namespace). ZooKeeper's own
-// election is history: it must elect p4 (or the server that was ahead), lose no
+// election is history: it must elect p4 (or the server that was ahead; for ZooKeeper,
+// any server as up to date as that one: FLE breaks no ties by id across a WAN), lose no
 // acknowledged write, land above the model but within zkBefore / zkAfter of it, and
 // leave nothing behind. Then poled with the history oracle runs the same spec: the
 // per-DC means before the crash within zkBefore of ZooKeeper's, and after it within
@@ -83,7 +84,17 @@ func TestZooKeeperFlavor(t *testing.T) {
 			}
 			s := specFor(t, "two-dc", set...)
 			check := func(sum *analysis.Summary) {
-				if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
+				want := historyWinner(t, s, sum, 4)
+				switch {
+				case sum.NewLeader == want:
+				case s.Flavor == cluster.ZooKeeper && sum.ElectionZxids[sum.NewLeader] == sum.ElectionZxids[want]:
+					// ZooKeeper's FastLeaderElection elects a server with the latest zxid,
+					// but among equals not always the highest id: a rehearsal of CI elected p3 with
+					// every zxid equal, because p4's votes reached p1 and p2 across the WAN
+					// while they still followed p5, and p3 gathered {p1, p2, p3} and
+					// decided after finalizeWait, 9 ms before p4's vote reached it.
+					t.Logf("ZooKeeper elected p%d, as up to date as history's p%d (zxids %v): FLE does not break ties by id across a WAN", sum.NewLeader, want, sum.ElectionZxids)
+				default:
 					t.Fatalf("elected p%d, want p%d (zxids proposed at the election: %v); the servers' logs say:\n%s",
 						sum.NewLeader, want, sum.ElectionZxids, electionLines(t, lastDir))
 				}
