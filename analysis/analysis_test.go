@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -317,6 +318,22 @@ func TestSummarizeWarnsOfAMissingWindow(t *testing.T) {
 	}
 	if len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], `no "after" window`) {
 		t.Fatalf("warnings %q", s.Warnings)
+	}
+}
+
+// A run that did not get the schedule it planned, or whose new leader led twice
+// before it served, says so: its recovery time is not what it seems.
+func TestSummarizeWarnsOfFailedFaultsAndRepeatedLeading(t *testing.T) {
+	ev := syntheticEvents()
+	ev.Leadings, ev.FailedFaults = 2, []string{"outdate of p1 at 14.0 s: p5: cut: refused"}
+	s, err := Summarize(Input{Records: synthetic(), Events: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"the nemesis could not carry out the outdate of p1 at 14.0 s: p5: cut: refused",
+		"p4 went LEADING 2 times between the crash and its first commit: recovery counts from the last"}
+	if !slices.Equal(s.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", s.Warnings, want)
 	}
 }
 

@@ -143,6 +143,12 @@ func Summarize(in Input) (*Summary, error) {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("p%d was meant to be outdated but was not behind at the crash", id))
 		}
 	}
+	for _, f := range e.FailedFaults {
+		s.Warnings = append(s.Warnings, "the nemesis could not carry out the "+f)
+	}
+	if e.Leadings > 1 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("p%d went LEADING %d times between the crash and its first commit: recovery counts from the last", e.NewLeader, e.Leadings))
+	}
 	if e.Leading > 0 && e.FirstCommit > 0 {
 		if e.FirstCommit < e.Leading {
 			return nil, fmt.Errorf("analysis: first commit at %v before LEADING at %v", e.FirstCommit, e.Leading)

@@ -128,9 +128,11 @@ func FindEvents(tl []Record, base Events) Events {
 	ev := base
 	crash := -1.0
 	for _, r := range tl {
-		if r.Source == SourceHarness && r.Fault == nemesis.Crash && r.Error == "" {
+		if r.Source == SourceHarness && r.Fault != "" && r.Error != "" {
+			ev.FailedFaults = append(ev.FailedFaults, fmt.Sprintf("%s of p%d at %.1f s: %s", r.Fault, r.Server, r.AtMS/1000, r.Error))
+		}
+		if crash < 0 && r.Source == SourceHarness && r.Fault == nemesis.Crash && r.Error == "" {
 			crash = r.AtMS
-			break
 		}
 	}
 	if crash < 0 {
@@ -155,6 +157,7 @@ func FindEvents(tl []Record, base Events) Events {
 		if r.Source == SourceNode && r.Server == first.Server && r.Kind == event.Leading && r.AtMS > crash && r.AtMS <= first.AtMS {
 			leading = r.AtMS
 			ev.Leading = r.At()
+			ev.Leadings++
 		}
 	}
 	ev.Elected = ev.Leading

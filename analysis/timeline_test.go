@@ -37,8 +37,9 @@ func TestFindEvents(t *testing.T) {
 		{"no crash", []Record{node(10, 5, event.Leading, 0), node(20, 5, event.FirstCommit, 1)}, base},
 		{"a kill that is not the crash does not count", []Record{
 			fault(1000, nemesis.Kill, 1, nil), node(1100, 5, event.FirstCommit, 9)}, base},
-		{"a failed crash does not count", []Record{
-			fault(15000, nemesis.Crash, 5, errors.New("gone")), node(15300, 4, event.FirstCommit, 9)}, base},
+		{"a failed crash does not count, and is named", []Record{
+			fault(15000, nemesis.Crash, 5, errors.New("gone")), node(15300, 4, event.FirstCommit, 9)},
+			Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, FailedFaults: []string{"crash of p5 at 15.0 s: gone"}}},
 		{"two-dc: p4 leads after the crash", []Record{
 			node(0, 5, event.Leading, 0x100000000),
 			fault(15000, nemesis.Crash, 5, nil),
@@ -48,7 +49,7 @@ func TestFindEvents(t *testing.T) {
 			node(15450, 4, event.FirstCommit, 0x200000001), node(15460, 3, event.FirstCommit, 0x200000001),
 			node(16000, 2, event.Election, 0x200000001), // after LEADING: a late election of its own
 		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
-			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450),
+			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450), Leadings: 1,
 			ElectionZxids: map[int]uint64{1: 0x100000010, 2: 0x10000000f, 3: 0x100000010, 4: 0x100000010}}},
 		{"a server looking since before the crash is in its election", []Record{
 			node(0, 5, event.Leading, 0x100000000), node(0, 4, event.Following, 0),
@@ -58,14 +59,22 @@ func TestFindEvents(t *testing.T) {
 			node(15010, 4, event.Election, 0x100000010),
 			node(15200, 4, event.Leading, 0x100000010), node(15450, 4, event.FirstCommit, 0x200000001),
 		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
-			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450),
+			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450), Leadings: 1,
 			ElectionZxids: map[int]uint64{1: 0x100000002, 4: 0x100000010}}},
 		{"the leader that commits first is the new one, its last LEADING counts", []Record{
 			fault(15000, nemesis.Crash, 5, nil),
 			node(15200, 3, event.Leading, 7), node(15300, 3, event.Looking, 0),
 			node(15500, 4, event.Leading, 7), node(15800, 4, event.FirstCommit, 8),
 		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
-			Leading: ms(15500), Elected: ms(15500), FirstCommit: ms(15800)}},
+			Leading: ms(15500), Elected: ms(15500), FirstCommit: ms(15800), Leadings: 1}},
+		{"a leader that led twice before its first commit, and a failed outdate", []Record{
+			fault(14000, nemesis.Outdate, 1, errors.New("p5: cut: connection refused")),
+			fault(15000, nemesis.Crash, 5, nil),
+			node(15200, 1, event.Leading, 7), node(15900, 1, event.Looking, 0),
+			node(16200, 1, event.Leading, 9), node(16300, 1, event.FirstCommit, 10),
+		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 1,
+			Leading: ms(16200), Elected: ms(16200), FirstCommit: ms(16300), Leadings: 2,
+			FailedFaults: []string{"outdate of p1 at 14.0 s: p5: cut: connection refused"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

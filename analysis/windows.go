@@ -23,6 +23,13 @@ type Events struct {
 	// ElectionZxids is the last zxid each server proposed with in the election that
 	// followed the crash: the history oracle's scores, which the model takes as equal.
 	ElectionZxids map[int]uint64
+	// Leadings is how many times the new leader went LEADING between the crash and
+	// its first commit (more than one: its first attempt failed, and recovery counts
+	// from the last).
+	Leadings int
+	// FailedFaults are the faults the nemesis could not carry out, as "kind of pN at
+	// T: error": the run did not get the schedule it planned.
+	FailedFaults []string
 }
 
 // DefaultSettle is how long after the election the "after" window starts (the paper:

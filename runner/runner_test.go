@@ -258,50 +258,146 @@ func TestThreeDCLatencyOracle(t *testing.T) {
 // just before the crash, so it is behind by far more than the DIFF window. Rotating
 // elects p1, which must fetch the 20 MB state before it serves (from p2, beside it:
 // the in-flight proposals of the dead leader reach both D1 servers, as they would over
-// a real WAN); history elects p4, which serves at once. Measured on this project's
-// 2-core machine: history 142 ms, rotating 230 ms (before the harness stopped losing
-// those proposals, p2 was behind too and p1 fetched across the WAN: 2.3 s).
+// a real WAN); history elects p4, which serves at once. The state transfer must lie
+// inside the rotating run's recovery, and show above history's. Measured on
+// this project's 2-core machine: history 96-101 ms, rotating 205-318 ms, of which the
+// fetch 156-196 ms (before the harness stopped losing those proposals, p2 was behind
+// too and p1 fetched across the WAN: 2.3 s).
 func TestOutdatedLeaderRecovery(t *testing.T) {
-	rec := map[string]float64{}
-	for _, c := range []struct {
-		oracle string
-		want   int
-	}{{"history", 4}, {"rotating", 1}} {
-		t.Run(c.oracle, func(t *testing.T) {
-			s := specFor(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:4s:14s", "preload-mb=20", "window-kb=256")
-			sum := runSpec(t, s)
-			want := c.want
-			if c.oracle == "history" {
-				want = historyWinner(t, s, sum, c.want)
-			}
-			if sum.NewLeader != want {
-				t.Fatalf("%s elected p%d, want p%d", c.oracle, sum.NewLeader, want)
-			}
-			if sum.RecoveryMS == nil {
-				t.Fatal("no recovery time measured")
-			}
-			if b := sum.BehindAtCrash[1]; b.Transactions == 0 {
-				t.Errorf("the outdated p1 was not behind at the crash: %+v", sum.BehindAtCrash)
-			}
-			if len(sum.Warnings) > 0 {
-				t.Errorf("warnings: %v", sum.Warnings)
-			}
-			if c.oracle == "history" {
-				// p4 leads and brings the outdated p1 back with a snapshot while it
-				// serves: its other clients must not wait for that.
-				during, steady := resyncLatency(t, 1, sum.Windows.After)
-				if during.P99 > steady.P99+10 {
-					t.Errorf("the other clients' p99 while p1 resynced: %.1f ms, %.1f ms once it had: the leader stalls while it syncs a follower", during.P99, steady.P99)
+	// Correctness is checked in every run; the order of the two recoveries, a timing
+	// claim, gets a second pair of runs (see runBounded).
+	for attempt := 1; ; attempt++ {
+		rec := map[string]float64{}
+		var fetch float64
+		for _, c := range []struct {
+			oracle string
+			want   int
+		}{{"history", 4}, {"rotating", 1}} {
+			t.Run(c.oracle, func(t *testing.T) {
+				s := specFor(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:4s:14s", "preload-mb=20", "window-kb=256")
+				sum := runSpec(t, s)
+				want := c.want
+				if c.oracle == "history" {
+					want = historyWinner(t, s, sum, c.want)
 				}
+				if sum.NewLeader != want {
+					t.Fatalf("%s elected p%d, want p%d", c.oracle, sum.NewLeader, want)
+				}
+				if sum.RecoveryMS == nil {
+					t.Fatal("no recovery time measured")
+				}
+				if b := sum.BehindAtCrash[1]; b.Transactions == 0 {
+					t.Errorf("the outdated p1 was not behind at the crash: %+v", sum.BehindAtCrash)
+				}
+				if len(sum.Warnings) > 0 {
+					t.Errorf("warnings: %v", sum.Warnings)
+				}
+				if c.oracle == "history" {
+					// p4 leads and brings the outdated p1 back with a snapshot while it
+					// serves: its other clients must not wait for that.
+					during, steady := resyncLatency(t, 1, sum.Windows.After)
+					if during.P99 > steady.P99+10 {
+						t.Errorf("the other clients' p99 while p1 resynced: %.1f ms, %.1f ms once it had: the leader stalls while it syncs a follower", during.P99, steady.P99)
+					}
+				}
+				rec[c.oracle] = *sum.RecoveryMS
+				t.Logf("%s: election %.0f ms, recovery %.0f ms, behind at the crash %+v", c.oracle, deref(sum.ElectionMS), *sum.RecoveryMS, sum.BehindAtCrash)
+				if c.oracle == "rotating" {
+					f := leaderFetch(t, filepath.Join(lastDir, "logs", "p1.log"))
+					t.Logf("p1's recovery: %s", f.lines)
+					if f.nodes < 20<<10 {
+						t.Errorf("p1 installed a snapshot of %d nodes during its recovery, want the preload's 20 MB (at least %d nodes)", f.nodes, 20<<10)
+					}
+					fetch = f.ms
+				}
+				compareSim(t, s, sum)
+			})
+		}
+		t.Logf("recovery: history (p4) %.0f ms, rotating (outdated p1) %.0f ms, of which its fetch %.0f ms", rec["history"], rec["rotating"], fetch)
+		// The fetch lies inside the rotating run's recovery (leaderFetch); at least half
+		// of it must show above history's, whose recovery varies by some 35 ms here.
+		if len(rec) < 2 || rec["rotating"] >= rec["history"]+fetch/2 {
+			return
+		}
+		msg := fmt.Sprintf("recovery of the outdated leader (%.0f ms, fetching %.0f ms of it) is not above the up-to-date one's (%.0f ms) by half its fetch", rec["rotating"], fetch, rec["history"])
+		if attempt == 2 {
+			t.Errorf("in two pairs of runs: %s", msg)
+			return
+		}
+		t.Logf("pair %d: %s; running once more", attempt, msg)
+	}
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+// recoveryFetch is what a new leader's log says of the state it fetched between its
+// last LEADING and its first commit.
+type recoveryFetch struct {
+	nodes int     // nodes in the snapshot it installed (0: none)
+	ms    float64 // from asking for it to installing it
+	lines string  // the log lines, for the test's log
+}
+
+// leaderFetch reads a poled log: after the last "leading" line, "fetching history"
+// then "installed snapshot" must come before FIRST_COMMIT, or the fetch was not part
+// of the recovery the run measured.
+func leaderFetch(t *testing.T, path string) recoveryFetch {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.Contains(l, " msg=leading ") {
+			start = i
+		}
+	}
+	if start < 0 {
+		t.Fatalf("%s: no leading line", path)
+	}
+	var f recoveryFetch
+	var asked, installed time.Time
+	var picked []string
+	stamp := func(l string) time.Time {
+		v, _, _ := strings.Cut(strings.TrimPrefix(l, "time="), " ")
+		at, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			t.Fatalf("%s: %q: %v", path, l, err)
+		}
+		return at
+	}
+	for _, l := range lines[start:] {
+		switch {
+		case strings.Contains(l, `msg="fetching history"`):
+			asked = stamp(l)
+		case strings.Contains(l, `msg="installed snapshot"`):
+			installed = stamp(l)
+			if _, v, ok := strings.Cut(l, " nodes="); ok {
+				fmt.Sscan(v, &f.nodes)
 			}
-			rec[c.oracle] = *sum.RecoveryMS
-			compareSim(t, s, sum)
-		})
+		case strings.Contains(l, "FIRST_COMMIT"):
+			picked = append(picked, l)
+			f.lines = strings.Join(picked, " | ")
+			if asked.IsZero() || installed.IsZero() || installed.Before(asked) {
+				t.Errorf("%s: no snapshot fetched between LEADING and the first commit: %s", path, f.lines)
+				f.nodes = 0
+			}
+			f.ms = float64(installed.Sub(asked)) / float64(time.Millisecond)
+			return f
+		default:
+			continue
+		}
+		picked = append(picked, l)
 	}
-	t.Logf("recovery: history (p4) %.0f ms, rotating (outdated p1) %.0f ms", rec["history"], rec["rotating"])
-	if len(rec) == 2 && rec["rotating"]-rec["history"] < 50 {
-		t.Errorf("recovery of the outdated leader (%.0f ms) is not clearly above the up-to-date one's (%.0f ms): loading 20 MB alone takes about 65 ms", rec["rotating"], rec["history"])
-	}
+	t.Fatalf("%s: no FIRST_COMMIT after the last leading line", path)
+	return f
 }
 
 // TestBackends runs the two-DC experiment with real poled processes: in network
