@@ -13,18 +13,17 @@ func Backends() []string { return backend.Names() }
 
 // New starts a cluster on the named backend ("" is local, the embedded default).
 func New(ctx context.Context, name string, opts Options) (Cluster, error) {
+	if !backend.Runs(name, opts.Flavor) {
+		return nil, fmt.Errorf("flavor %s does not run on backend %q: only on %s and %s (docker has no ZooKeeper image: see the README, a JRE image would need the packaged JRE's files and libraries copied into a scratch image)", opts.Flavor, name, backend.Local, backend.Netns)
+	}
 	if opts.Flavor == ZooKeeper {
 		if opts.WarmUp == 0 {
 			opts.WarmUp = ZooKeeperWarmUp
 		}
-		switch name {
-		case "", backend.Local:
-			return NewZooKeeperLocal(ctx, opts)
-		case backend.Netns:
+		if name == backend.Netns {
 			return NewZooKeeperNetns(ctx, opts)
-		case backend.Docker:
-			return nil, errors.New("flavor zookeeper runs on the local and netns backends; docker has no ZooKeeper image (see the README: a JRE image would need the packaged JRE's files and libraries copied into a scratch image)")
 		}
+		return NewZooKeeperLocal(ctx, opts)
 	}
 	switch name {
 	case "", backend.Local:

@@ -130,6 +130,13 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "repetitions: 0", "x.yaml:9: repetitions: 0: at least 1 run is needed"},
 		{"60s", "seed: -1", `x.yaml:9: seed: "-1" is not a non-negative integer`},
 		{"60s", "backend: k8s", `x.yaml:9: backend: unknown backend "k8s" (known: local, netns, docker, swarm, sim)`},
+		// flavor: what ZooKeeper can run (backend.Runs, which cluster.New asks too)
+		{"60s", "flavor: etcd", `x.yaml:9: flavor: unknown flavor "etcd" (known: poled, zookeeper)`},
+		{"60s", "flavor: zookeeper\nbackend: docker", `x.yaml:10: backend: flavor zookeeper runs on the local and netns backends, not "docker"`},
+		{"60s", "flavor: zookeeper\nbackend: swarm", `x.yaml:10: backend: flavor zookeeper runs on the local and netns backends, not "swarm"`},
+		{"60s", "flavor: zookeeper\nbackend: sim", `x.yaml:10: backend: flavor zookeeper runs on the local and netns backends, not "sim"`},
+		{"60s", "flavor: zookeeper\noracle: rotating", `x.yaml:10: oracle: flavor zookeeper: only the history oracle exists (ZooKeeper's own election), not "rotating"`},
+		{"60s", "flavor: zookeeper\npreload_mb: 10", "x.yaml:10: preload_mb: flavor zookeeper: preloading state is a poled feature; ZooKeeper starts empty"},
 		// links
 		{"60s", "links:\n  jitter_pct: 101", "x.yaml:10: links.jitter_pct: 101% is outside [0, 100]"},
 		{"60s", "links:\n  jitter_pct: -0.5", "x.yaml:10: links.jitter_pct: -0.5% is outside [0, 100]"},

@@ -450,7 +450,7 @@ func (s *Spec) checkFlavor() error {
 		return s.errf("initial_leader", "%s: ZooKeeper's first election picks the highest id among servers in sync, so the initial leader must be %s, not %s",
 			zk, topology.Name(n), topology.Name(s.InitialLeader))
 	}
-	if s.Backend != backend.Local && s.Backend != backend.Netns {
+	if !backend.Runs(s.Backend, s.Flavor) {
 		return s.errf("backend", "%s runs on the %s and %s backends, not %q", zk, backend.Local, backend.Netns, s.Backend)
 	}
 	if s.PreloadMB != 0 {

@@ -24,3 +24,11 @@ const (
 
 // Flavors lists every flavor a spec may name.
 func Flavors() []string { return []string{FlavorPoled, FlavorZooKeeper} }
+
+// Runs says whether the named backend ("" is local) can run flavor: poled runs on
+// every backend; ZooKeeper's JVMs on the local and netns backends only (docker has no
+// image for them without a registry, swarm neither, and the simulator runs poled's
+// code, not ZooKeeper's).
+func Runs(name, flavor string) bool {
+	return flavor != FlavorZooKeeper || name == "" || name == Local || name == Netns
+}
