@@ -343,28 +343,16 @@ type recoveryFetch struct {
 	lines string  // the log lines, for the test's log
 }
 
-// leaderFetch reads a poled log: after the last "leading" line, "fetching history"
-// then "installed snapshot" must come before FIRST_COMMIT, or the fetch was not part
-// of the recovery the run measured.
+// leaderFetch reads a poled log up to its first FIRST_COMMIT (the server led no term
+// before): after the last "leading" line before it, "fetching history" then
+// "installed snapshot" must come, or the fetch was not part of the recovery the run
+// measured.
 func leaderFetch(t *testing.T, path string) recoveryFetch {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(string(b), "\n")
-	start := -1
-	for i, l := range lines {
-		if strings.Contains(l, " msg=leading ") {
-			start = i
-		}
-	}
-	if start < 0 {
-		t.Fatalf("%s: no leading line", path)
-	}
-	var f recoveryFetch
-	var asked, installed time.Time
-	var picked []string
 	stamp := func(l string) time.Time {
 		v, _, _ := strings.Cut(strings.TrimPrefix(l, "time="), " ")
 		at, err := time.Parse(time.RFC3339Nano, v)
@@ -373,8 +361,14 @@ func leaderFetch(t *testing.T, path string) recoveryFetch {
 		}
 		return at
 	}
-	for _, l := range lines[start:] {
+	var f recoveryFetch
+	var asked, installed time.Time
+	var picked []string
+	leading := false
+	for _, l := range strings.Split(string(b), "\n") {
 		switch {
+		case strings.Contains(l, " msg=leading "): // a term begins: what came before is not its recovery
+			f, asked, installed, picked, leading = recoveryFetch{}, time.Time{}, time.Time{}, nil, true
 		case strings.Contains(l, `msg="fetching history"`):
 			asked = stamp(l)
 		case strings.Contains(l, `msg="installed snapshot"`):
@@ -385,7 +379,7 @@ func leaderFetch(t *testing.T, path string) recoveryFetch {
 		case strings.Contains(l, "FIRST_COMMIT"):
 			picked = append(picked, l)
 			f.lines = strings.Join(picked, " | ")
-			if asked.IsZero() || installed.IsZero() || installed.Before(asked) {
+			if !leading || asked.IsZero() || installed.IsZero() || installed.Before(asked) {
 				t.Errorf("%s: no snapshot fetched between LEADING and the first commit: %s", path, f.lines)
 				f.nodes = 0
 			}
@@ -396,8 +390,29 @@ func leaderFetch(t *testing.T, path string) recoveryFetch {
 		}
 		picked = append(picked, l)
 	}
-	t.Fatalf("%s: no FIRST_COMMIT after the last leading line", path)
+	t.Fatalf("%s: no FIRST_COMMIT: the server never served as leader", path)
 	return f
+}
+
+// TestLeaderFetch: the fetch counts only inside the term that served first.
+func TestLeaderFetch(t *testing.T) {
+	log := strings.Join([]string{
+		`time=2026-11-25T12:52:33.685Z level=INFO msg="installed snapshot" server=1 zxid=0x5 nodes=7`, // before any term
+		`time=2026-11-25T12:52:49.708Z level=INFO msg=leading server=1 core=zab zab=1 last=0x1000013af`,
+		`time=2026-11-25T12:52:49.759Z level=INFO msg="fetching history" server=1 core=zab zab=1 from=2`,
+		`time=2026-11-25T12:52:49.955Z level=INFO msg="installed snapshot" server=1 zxid=0x100003f12 nodes=21486`,
+		`time=2026-11-25T12:52:50.027Z level=INFO msg=broadcast server=1 event="FIRST_COMMIT leader=1 epoch=2 zxid=0x200000001"`,
+		`time=2026-11-25T12:52:59.000Z level=INFO msg=leading server=1 core=zab zab=1 last=0x2000000ff`,
+		`time=2026-11-25T12:52:59.100Z level=INFO msg=broadcast server=1 event="FIRST_COMMIT leader=1 epoch=3 zxid=0x300000001"`,
+	}, "\n")
+	path := filepath.Join(t.TempDir(), "p1.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := leaderFetch(t, path)
+	if f.nodes != 21486 || f.ms != 196 || strings.Count(f.lines, " | ") != 3 {
+		t.Errorf("got %+v", f)
+	}
 }
 
 // TestBackends runs the two-DC experiment with real poled processes: in network
