@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/polebench/polebench/cluster/backend"
 )
@@ -13,8 +15,14 @@ func Backends() []string { return backend.Names() }
 
 // New starts a cluster on the named backend ("" is local, the embedded default).
 func New(ctx context.Context, name string, opts Options) (Cluster, error) {
+	if name == "" {
+		name = backend.Local
+	}
+	if !slices.Contains(backend.Names(), name) {
+		return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Backends())
+	}
 	if !backend.Runs(name, opts.Flavor) {
-		return nil, fmt.Errorf("flavor %s does not run on backend %q: only on %s and %s (docker has no ZooKeeper image: see the README, a JRE image would need the packaged JRE's files and libraries copied into a scratch image)", opts.Flavor, name, backend.Local, backend.Netns)
+		return nil, fmt.Errorf("flavor %s does not run on backend %q: only on %s (see the README's flavors section)", opts.Flavor, name, strings.Join(backend.For(opts.Flavor), ", "))
 	}
 	if opts.Flavor == ZooKeeper {
 		if opts.WarmUp == 0 {
@@ -26,8 +34,6 @@ func New(ctx context.Context, name string, opts Options) (Cluster, error) {
 		return NewZooKeeperLocal(ctx, opts)
 	}
 	switch name {
-	case "", backend.Local:
-		return NewLocal(ctx, opts)
 	case backend.Netns:
 		return NewNetns(ctx, opts)
 	case backend.Docker:
@@ -37,7 +43,7 @@ func New(ctx context.Context, name string, opts Options) (Cluster, error) {
 	case backend.Sim:
 		return nil, fmt.Errorf("backend %q simulates a run (polebench run --backend sim); it has no cluster to bring up", name)
 	}
-	return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Backends())
+	return NewLocal(ctx, opts)
 }
 
 // Down removes what crashed harnesses left behind: network namespaces, links and

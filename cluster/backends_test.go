@@ -12,7 +12,7 @@ import (
 // unknown backend by name.
 func TestNewRefuses(t *testing.T) {
 	for _, tc := range []struct{ backend, flavor, want string }{
-		{backend.Docker, ZooKeeper, `flavor zookeeper does not run on backend "docker": only on local and netns`},
+		{backend.Docker, ZooKeeper, `flavor zookeeper does not run on backend "docker": only on local, netns`},
 		{backend.Swarm, ZooKeeper, `flavor zookeeper does not run on backend "swarm"`},
 		{backend.Sim, ZooKeeper, `flavor zookeeper does not run on backend "sim"`},
 		{backend.Sim, Poled, `backend "sim" simulates a run`},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/datatree"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
@@ -313,8 +314,8 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 				if c.oracle == "rotating" {
 					f := leaderFetch(t, filepath.Join(lastDir, "logs", "p1.log"))
 					t.Logf("p1's recovery: %s", f.lines)
-					if f.nodes < 20<<10 {
-						t.Errorf("p1 installed a snapshot of %d nodes during its recovery, want the preload's 20 MB (at least %d nodes)", f.nodes, 20<<10)
+					if preload := s.PreloadMB << 20 / datatree.PreloadNodeSize; f.nodes < preload {
+						t.Errorf("p1 installed a snapshot of %d nodes during its recovery, want the preload's %d MB (at least %d nodes)", f.nodes, s.PreloadMB, preload)
 					}
 					fetch = f.ms
 				}

@@ -451,7 +451,7 @@ func (s *Spec) checkFlavor() error {
 			zk, topology.Name(n), topology.Name(s.InitialLeader))
 	}
 	if !backend.Runs(s.Backend, s.Flavor) {
-		return s.errf("backend", "%s runs on the %s and %s backends, not %q", zk, backend.Local, backend.Netns, s.Backend)
+		return s.errf("backend", "%s runs on the %s backends, not %q", zk, strings.Join(backend.For(s.Flavor), " and "), s.Backend)
 	}
 	if s.PreloadMB != 0 {
 		return s.errf("preload_mb", "%s: preloading state is a poled feature; ZooKeeper starts empty", zk)

@@ -3,6 +3,8 @@
 // replica and its cores).
 package backend
 
+import "slices"
+
 const (
 	Local  = "local" // the embedded default: poled nodes in the harness process
 	Netns  = "netns"
@@ -25,10 +27,20 @@ const (
 // Flavors lists every flavor a spec may name.
 func Flavors() []string { return []string{FlavorPoled, FlavorZooKeeper} }
 
-// Runs says whether the named backend ("" is local) can run flavor: poled runs on
-// every backend; ZooKeeper's JVMs on the local and netns backends only (docker has no
-// image for them without a registry, swarm neither, and the simulator runs poled's
-// code, not ZooKeeper's).
+// For lists the backends that run flavor: poled runs on every backend; ZooKeeper's
+// JVMs on the local and netns backends only (docker has no image for them without a
+// registry, swarm neither, and the simulator runs poled's code, not ZooKeeper's).
+func For(flavor string) []string {
+	if flavor == FlavorZooKeeper {
+		return []string{Local, Netns}
+	}
+	return Names()
+}
+
+// Runs says whether the named backend ("" is local) runs flavor.
 func Runs(name, flavor string) bool {
-	return flavor != FlavorZooKeeper || name == "" || name == Local || name == Netns
+	if name == "" {
+		name = Local
+	}
+	return slices.Contains(For(flavor), name)
 }
