@@ -67,9 +67,12 @@ func ProbeHere(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	a := fmt.Sprintf("pbprobe%d", os.Getpid()%1e7)
+	a := hereDev()
 	return probeIn(ctx, netns.None(), a, a+"p", true)
 }
+
+// hereDev names ProbeHere's veth by the process, so concurrent probers never collide.
+func hereDev() string { return fmt.Sprintf("pbprobe%d", os.Getpid()%1e7) }
 
 // probeIn installs the probe's tree on a new veth pair in ns; remove deletes the pair
 // afterwards (a scratch namespace takes it along when it goes).
