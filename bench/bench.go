@@ -60,7 +60,7 @@ type Metric struct {
 }
 
 // Median of the samples (NaN without any).
-func (m Metric) Median() float64 { return median(m.Samples) }
+func (m Metric) Median() float64 { return Median(m.Samples) }
 
 // Env is where the numbers were measured.
 type Env struct {
@@ -326,7 +326,9 @@ func exists(p string) bool {
 	return err == nil
 }
 
-func median(xs []float64) float64 {
+// Median is the middle of xs (the mean of the two middle values for an even count);
+// NaN for none.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return nan()
 	}

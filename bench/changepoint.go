@@ -56,7 +56,7 @@ func ChangePoints(nights [][]float64, eff MinEffect) []int {
 			if i+1 < len(out) {
 				hi = out[i+1]
 			}
-			before, after := median(pool(nights[lo:cp])), median(pool(nights[cp:hi]))
+			before, after := Median(pool(nights[lo:cp])), Median(pool(nights[cp:hi]))
 			if abs(after-before) < eff.Threshold(before) {
 				drop = i
 				break

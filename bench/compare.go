@@ -101,10 +101,10 @@ func Compare(old, cur *File, alpha float64) (*Comparison, error) {
 		}
 		r.Unit, r.Better = ref.Unit, ref.Better
 		if o != nil {
-			r.Old, r.OldMedian = o.Samples, median(o.Samples)
+			r.Old, r.OldMedian = o.Samples, Median(o.Samples)
 		}
 		if n != nil {
-			r.New, r.NewMedian = n.Samples, median(n.Samples)
+			r.New, r.NewMedian = n.Samples, Median(n.Samples)
 		}
 		switch {
 		case Key(name) == LostWritesKey && n != nil && slices.Max(append([]float64{0}, n.Samples...)) > 0:

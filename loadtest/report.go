@@ -33,19 +33,6 @@ func samples(ws []Window, of func(Window) float64) []float64 {
 	return out
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
-
 func (r *Result) flavors(s Setting) []string {
 	var out []string
 	for f := range r.Runs[s] {
@@ -67,7 +54,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			ws := r.Runs[s][f]
 			fmt.Fprintf(tw, "%v\t%s", s, f)
 			for _, m := range metrics {
-				fmt.Fprintf(tw, "\t%s", num(median(samples(ws, m.of))))
+				fmt.Fprintf(tw, "\t%s", num(bench.Median(samples(ws, m.of))))
 			}
 			fmt.Fprintf(tw, "\t%d\t\n", len(ws))
 		}
@@ -106,7 +93,7 @@ func num(v float64) string {
 }
 
 func ratio(a, b []float64) string {
-	ma, mb := median(a), median(b)
+	ma, mb := bench.Median(a), bench.Median(b)
 	if mb == 0 || math.IsNaN(ma) || math.IsNaN(mb) {
 		return "-"
 	}
