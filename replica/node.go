@@ -142,7 +142,7 @@ func (n *Node) open(lns Listeners) error {
 	return n.startServers()
 }
 
-// openStore opens the data directory and restores the tree; a fresh server preloads.
+// openStore opens the data directory and restores the tree.
 func (n *Node) openStore() (*storage.Restored, error) {
 	cfg := n.cfg
 	st, err := storage.Open(cfg.DataDir, storage.Options{Fsync: cfg.Fsync, Logger: n.log})
@@ -150,23 +150,35 @@ func (n *Node) openStore() (*storage.Restored, error) {
 		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
 	}
 	n.store = st
-	restored, err := st.Restore(n.ctx)
+	t0 := time.Now()
+	restored, err := Restore(n.ctx, st, cfg, n.log)
 	if err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", cfg.DataDir, err)
 	}
-	tree := restored.Tree
-	fresh := len(restored.Persisted.Log) == 0 && restored.Persisted.Snapshot == 0 && !tree.Exists("/preload")
-	if fresh && cfg.PreloadMB > 0 {
-		// Every server preloads the same deterministic tree at zxid 0, so the
-		// ensemble starts identical; the snapshot makes it survive a restart.
-		t0 := time.Now()
-		tree.Preload(int64(cfg.PreloadMB) << 20)
-		if _, err := st.Snapshot(tree); err != nil {
-			return nil, fmt.Errorf("snapshot of the preloaded tree: %w", err)
-		}
-		n.log.Info("preloaded", "mb", cfg.PreloadMB, "nodes", tree.NodeCount(), "took", time.Since(t0))
-	}
+	n.log.Info("restored", "snapshot", restored.Persisted.Snapshot, "logged", len(restored.Persisted.Log), "took", time.Since(t0))
 	return &restored, nil
+}
+
+// Restore reads what a start needs from st (storage.Store.Restore). A fresh server
+// preloads cfg.PreloadMB of deterministic data first: every server preloads the same
+// tree at zxid 0, so the ensemble starts identical, and the snapshot makes it survive
+// a restart. The simulator restores its servers with it too.
+func Restore(ctx context.Context, st *storage.Store, cfg Config, log *slog.Logger) (storage.Restored, error) {
+	r, err := st.Restore(ctx)
+	if err != nil {
+		return storage.Restored{}, err
+	}
+	fresh := len(r.Persisted.Log) == 0 && r.Persisted.Snapshot == 0 && !r.Tree.Exists("/preload")
+	if fresh && cfg.PreloadMB > 0 {
+		if _, err := r.Tree.Preload(int64(cfg.PreloadMB) << 20); err != nil {
+			return storage.Restored{}, fmt.Errorf("preload: %w", err)
+		}
+		if _, err := st.Snapshot(r.Tree); err != nil {
+			return storage.Restored{}, fmt.Errorf("snapshot of the preloaded tree: %w", err)
+		}
+		log.Info("preloaded", "mb", cfg.PreloadMB, "nodes", r.Tree.NodeCount())
+	}
+	return r, nil
 }
 
 // listen opens the listeners the caller did not hand over.

@@ -71,7 +71,8 @@ func newServer(s *Sim, id int) (*server, error) {
 // boot starts an incarnation from the disk, as poled starts from its data directory.
 func (v *server) boot() error {
 	s := v.s
-	persisted, tree, err := v.disk.restore(v.cfg.PreloadMB)
+	log := s.log.With("server", v.id)
+	r, err := v.disk.restore(v.cfg, log)
 	if err != nil {
 		return fmt.Errorf("sim: p%d: restore: %w", v.id, err)
 	}
@@ -82,7 +83,7 @@ func (v *server) boot() error {
 	if v.inc == 0 {
 		v.lostAt = -1
 	}
-	if v.d, err = replica.NewDriver(v.cfg, persisted, tree, (*serverIO)(v), s.log.With("server", v.id)); err != nil {
+	if v.d, err = replica.NewDriver(v.cfg, r.Persisted, r.Tree, (*serverIO)(v), log); err != nil {
 		return fmt.Errorf("sim: p%d: %w", v.id, err)
 	}
 	v.d.SetRequestBase(uint64(v.inc+1) << 40)

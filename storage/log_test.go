@@ -379,3 +379,31 @@ func TestLogClosed(t *testing.T) {
 		}
 	}
 }
+
+// A kill keeps what a completed sync covered: all of it after Sync, up to z after
+// SyncThrough(z) (the simulator's disk completes syncs later than they are issued),
+// and nothing of a later append.
+func TestMemLogCrash(t *testing.T) {
+	zs := zxids(6)
+	for _, tc := range []struct {
+		name string
+		sync func(*MemLog)
+		want int // entries left after the crash
+	}{
+		{"none", func(*MemLog) {}, 0},
+		{"sync", func(l *MemLog) { l.Sync() }, 6},
+		{"through the third", func(l *MemLog) { l.SyncThrough(zs[2]) }, 3},
+		{"through a zxid between entries", func(l *MemLog) { l.SyncThrough(zs[2] + (zs[3]-zs[2])/2) }, 3},
+		{"through the third after a sync of all", func(l *MemLog) { l.Sync(); l.SyncThrough(zs[2]) }, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewMemLog()
+			appendAll(t, l, zs, 10)
+			tc.sync(l)
+			l.Crash()
+			if got := entries(t, l, 0); len(got) != tc.want || tc.want > 0 && got[len(got)-1].Zxid != zs[tc.want-1] {
+				t.Fatalf("%d entries after the crash, want %d (the first %d)", len(got), tc.want, tc.want)
+			}
+		})
+	}
+}

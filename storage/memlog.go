@@ -23,7 +23,9 @@ var _ Log = (*MemLog)(nil)
 // NewMemLog returns an empty in-memory log.
 func NewMemLog() *MemLog { return &MemLog{} }
 
-// Append implements Log; it copies the data.
+// Append implements Log. It keeps the txns' data without copying (the simulator
+// appends every write on every server): the caller must not modify it afterwards,
+// which zab's Readies never do (the core's history holds the same slices).
 func (m *MemLog) Append(txns ...zab.Txn) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -41,7 +43,7 @@ func (m *MemLog) Append(txns ...zab.Txn) error {
 		prev = t.Zxid
 	}
 	for _, t := range txns {
-		m.entries = append(m.entries, zab.Txn{Zxid: t.Zxid, Data: slices.Clone(t.Data)})
+		m.entries = append(m.entries, t)
 	}
 	return nil
 }
@@ -62,6 +64,22 @@ func (m *MemLog) Sync() error {
 	}
 	m.synced = len(m.entries)
 	return nil
+}
+
+// SyncThrough makes the entries up to z durable: a Sync issued when z was the last
+// entry, completing later (the simulator's disk, whose syncs take time).
+func (m *MemLog) SyncThrough(z zab.Zxid) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Only the unsynced tail is searched: it is short, the whole log is not.
+	t := m.entries[m.synced:]
+	i, _ := slices.BinarySearchFunc(t, z, func(t zab.Txn, z zab.Zxid) int {
+		if t.Zxid <= z {
+			return -1
+		}
+		return 1
+	})
+	m.synced += i
 }
 
 // Crash forgets every entry appended since the last Sync, as a kill would.

@@ -462,3 +462,43 @@ func TestInstall(t *testing.T) {
 		})
 	}
 }
+
+// syncCounter is a MemLog that counts its syncs.
+type syncCounter struct {
+	*MemLog
+	n int
+}
+
+func (c *syncCounter) Sync() error { c.n++; return c.MemLog.Sync() }
+
+// Persist syncs the log once for a Ready that appended, and not at all for one that
+// did not (most Readies; with fsync on each sync is an fsync).
+func TestPersistSyncsOnlyAppends(t *testing.T) {
+	z := zab.Zxid(1<<32 | 1)
+	for _, tc := range []struct {
+		name string
+		ops  []zab.Op
+		want int
+	}{
+		{"nothing", nil, 0},
+		{"hard state", []zab.Op{&zab.SetHardState{HardState: zab.HardState{AcceptedEpoch: 1, CurrentEpoch: 1}}}, 0},
+		{"truncate", []zab.Op{&zab.Truncate{After: 0}}, 0},
+		{"append", []zab.Op{&zab.Append{Txns: []zab.Txn{{Zxid: z, Data: []byte("x")}}}}, 1},
+		{"two appends", []zab.Op{&zab.Append{Txns: []zab.Txn{{Zxid: z, Data: []byte("x")}}}, &zab.Append{Txns: []zab.Txn{{Zxid: z + 1, Data: []byte("y")}}}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &syncCounter{MemLog: NewMemLog()}
+			s := &Store{Log: l, Snapshots: NewMemSnapshots(0), State: &MemHardState{}}
+			if _, err := s.Persist(tc.ops); err != nil {
+				t.Fatal(err)
+			}
+			if l.n != tc.want {
+				t.Fatalf("%d syncs, want %d", l.n, tc.want)
+			}
+			l.Crash()
+			if got := l.LastZxid(); tc.want > 0 && got == 0 {
+				t.Fatal("the appended entries did not survive a crash")
+			}
+		})
+	}
+}

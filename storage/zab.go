@@ -135,16 +135,18 @@ func (s *Store) Restore(ctx context.Context) (Restored, error) {
 }
 
 // Persist carries out a zab Ready's persistence operations in order, then
-// syncs the log once. When a SnapshotChunk with Last installs a snapshot, it
+// syncs the log once if they appended to it (most Readies append nothing). When a SnapshotChunk with Last installs a snapshot, it
 // returns the installed tree: the driver's state machine becomes that tree.
 func (s *Store) Persist(ops []zab.Op) (*datatree.Tree, error) {
 	var installed *datatree.Tree
+	appended := false
 	for _, op := range ops {
 		switch op := op.(type) {
 		case *zab.Append:
 			if err := s.Log.Append(op.Txns...); err != nil {
 				return nil, err
 			}
+			appended = true
 		case *zab.Truncate:
 			if err := s.Truncate(op.After); err != nil {
 				return nil, err
@@ -164,6 +166,9 @@ func (s *Store) Persist(ops []zab.Op) (*datatree.Tree, error) {
 		default:
 			return nil, fmt.Errorf("storage: unknown persistence op %T", op)
 		}
+	}
+	if !appended {
+		return installed, nil
 	}
 	return installed, s.Log.Sync()
 }
