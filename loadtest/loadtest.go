@@ -27,6 +27,7 @@ import (
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/workload"
 )
 
 // Modes of load.
@@ -120,8 +121,8 @@ func (c *Config) Check() error {
 
 // Setting is one combination the benchmark measures.
 type Setting struct {
-	Servers int  `json:"servers"`
-	Fsync   bool `json:"fsync"`
+	Servers int
+	Fsync   bool
 }
 
 func (s Setting) String() string {
@@ -134,24 +135,23 @@ func (s Setting) String() string {
 
 // Window is one measurement window of one flavor.
 type Window struct {
-	WritesPerSec float64 `json:"writes_per_s"`
-	P50MS        float64 `json:"p50_ms"`
-	P99MS        float64 `json:"p99_ms"`
-	P999MS       float64 `json:"p999_ms"`
-	MeanMS       float64 `json:"mean_ms"`
-	Writes       int64   `json:"writes"`
-	Errors       int64   `json:"errors"`
+	WritesPerSec float64
+	P50MS        float64
+	P99MS        float64
+	P999MS       float64
+	Writes       int64
+	Errors       int64
 }
 
 // Result is every window measured, per setting and flavor.
 type Result struct {
-	Mode     string                          `json:"mode"`
-	Clients  int                             `json:"clients"`
-	Rate     float64                         `json:"rate,omitempty"`
-	Payload  int                             `json:"payload_bytes"`
-	Duration time.Duration                   `json:"window_ns"`
-	Runs     map[Setting]map[string][]Window `json:"-"`
-	Order    []Setting                       `json:"-"`
+	Mode     string
+	Clients  int
+	Rate     float64
+	Payload  int
+	Duration time.Duration
+	Runs     map[Setting]map[string][]Window
+	Order    []Setting
 }
 
 // Run measures every setting: both flavors' clusters up at once, warmed up, then
@@ -161,8 +161,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	res := &Result{Mode: c.Mode, Clients: c.Clients, Rate: c.Rate, Payload: c.Payload, Duration: c.Duration,
+	res := &Result{Mode: c.Mode, Clients: c.Clients, Payload: c.Payload, Duration: c.Duration,
 		Runs: map[Setting]map[string][]Window{}}
+	if c.Mode == Open {
+		res.Rate = c.Rate // the closed loop has none, whatever --rate says
+	}
 	for _, n := range c.Servers {
 		for _, fsync := range c.Fsync {
 			s := Setting{Servers: n, Fsync: fsync}
@@ -182,7 +185,6 @@ type target struct {
 	flavor string
 	cl     cluster.Cluster
 	conns  []*zk.Conn
-	addrs  []string
 }
 
 func (t *target) close() {
@@ -269,7 +271,6 @@ func start(ctx context.Context, c Config, s Setting, flavor string) (*target, er
 			return t, err
 		}
 		t.conns = append(t.conns, conn)
-		t.addrs = append(t.addrs, addr)
 		if err := waitConnected(wctx, ev); err != nil {
 			return t, fmt.Errorf("client %d to %s: %w", i, addr, err)
 		}
@@ -325,23 +326,27 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 	var writes, errs atomic.Int64
 	hists := make([]*hdrhistogram.Histogram, len(t.conns))
 	start := time.Now()
-	// Open loop: client i's k-th write is due at start + (i + k·N) / rate.
-	var gap time.Duration
-	if c.Mode == Open {
-		gap = time.Duration(float64(time.Second) * float64(len(t.conns)) / c.Rate)
-	}
 	var wg sync.WaitGroup
 	for i, conn := range t.conns {
 		h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3) // µs
 		hists[i] = h
+		// Open loop: client i's k-th write is due at start + (i + k·N) / rate, a
+		// constant schedule of rate/N offset by i/rate.
+		var sched *workload.Schedule
+		var offset time.Duration
+		if c.Mode == Open {
+			var err error
+			if sched, err = workload.NewSchedule(workload.Constant, c.Rate/float64(len(t.conns)), 0); err != nil {
+				return Window{}, err
+			}
+			offset = time.Duration(float64(time.Second) * float64(i) / c.Rate)
+		}
 		wg.Go(func() {
 			k := key(i % c.Keys)
-			due := start
-			if c.Mode == Open {
-				due = start.Add(time.Duration(float64(time.Second) * float64(i) / c.Rate))
-			}
-			for n := 0; ; n++ {
-				if c.Mode == Open {
+			for {
+				due := time.Now()
+				if sched != nil {
+					due = start.Add(offset + sched.Next())
 					if wait := time.Until(due); wait > 0 {
 						select {
 						case <-ctx.Done():
@@ -349,8 +354,6 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 						case <-time.After(wait):
 						}
 					}
-				} else {
-					due = time.Now()
 				}
 				if ctx.Err() != nil {
 					return
@@ -366,7 +369,6 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 					writes.Add(1)
 					h.RecordValue(max(1, done.Sub(due).Microseconds()))
 				}
-				due = due.Add(gap)
 			}
 		})
 	}
@@ -382,7 +384,7 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 	ms := func(q float64) float64 { return float64(all.ValueAtQuantile(q)) / 1000 }
 	return Window{
 		WritesPerSec: float64(writes.Load()) / min(el, d).Seconds(),
-		P50MS:        ms(50), P99MS: ms(99), P999MS: ms(99.9), MeanMS: all.Mean() / 1000,
+		P50MS:        ms(50), P99MS: ms(99), P999MS: ms(99.9),
 		Writes: writes.Load(), Errors: errs.Load(),
 	}, nil
 }

@@ -60,6 +60,10 @@ func TestBenchBothFlavors(t *testing.T) {
 			if !strings.Contains(b.String(), "poled/zookeeper") || !strings.Contains(b.String(), "p=") {
 				t.Errorf("no comparison row in the table:\n%s", b.String())
 			}
+			// The rate is the open loop's; a closed loop given one does not claim it.
+			if got := strings.Contains(b.String(), "at 300 writes/s in all"); got != (mode == Open) {
+				t.Errorf("%s loop: the table's note mentions the rate: %v\n%s", mode, got, b.String())
+			}
 			f := res.Bench(bench.Env{})
 			if len(f.Metrics) != 2*len(metrics) {
 				t.Fatalf("%d metrics in bench.json, want %d", len(f.Metrics), 2*len(metrics))
