@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -60,6 +59,7 @@ func netnsCheckRoot() error {
 // Netns is a cluster of poled processes, one per network namespace (see netns_net.go
 // for the network). NewNetns returns it as a Cluster.
 type Netns struct {
+	*procSet
 	log        *slog.Logger
 	label      string
 	bin        string
@@ -72,10 +72,7 @@ type Netns struct {
 	net        *netnsNet
 	servers    []Server
 
-	mu      sync.Mutex
-	procs   map[int]*nsProc
-	starts  map[int]int
-	closed  bool
+	mu      sync.Mutex // guards removeData and cut
 	closeMu sync.Mutex
 	done    bool
 	doneErr error
@@ -110,10 +107,11 @@ func NewNetns(ctx context.Context, opts Options) (_ Cluster, err error) {
 // netnsPrepare checks opts and finds the binary and the link mode; it creates nothing
 // but a temporary data root.
 func netnsPrepare(ctx context.Context, opts Options) (*Netns, error) {
-	c := &Netns{log: opts.Logger, label: opts.Label, plan: opts.Plan, procs: map[int]*nsProc{}, starts: map[int]int{}}
+	c := &Netns{log: opts.Logger, label: opts.Label, plan: opts.Plan}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	c.procSet = newProcSet("netns", c.log, c.logFile, c.spawnProc)
 	if opts.Topology == nil || opts.Topology.N() == 0 {
 		return nil, errors.New("netns: Options.Topology has no servers")
 	}
@@ -262,71 +260,25 @@ func (c *Netns) target(id int) netem.Target {
 	return netem.Target{NS: c.net.ns[id], Dev: netnsDev, Self: id, Addrs: c.net.addrs}
 }
 
-// spawn starts server id's process; its output is appended to its log file.
-func (c *Netns) spawn(id int) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return errors.New("netns: cluster closed")
-	}
-	if p := c.procs[id]; p != nil && p.alive() {
-		return fmt.Errorf("netns: p%d is running (pid %d)", id, p.pid())
-	}
+// spawnProc is procSet's start: poled in server id's namespace, its n-th start
+// marked in its log.
+func (c *Netns) spawnProc(id, n int) (*nsProc, error) {
 	lf, err := os.OpenFile(c.logFile(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("netns: %w", err)
+		return nil, err
 	}
 	defer lf.Close() // the child has its own copy
-	c.starts[id]++
-	fmt.Fprintf(lf, "=== polebench: start %d of p%d in %s at %s\n", c.starts[id], id, netnsName(c.label, id), time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(lf, "=== polebench: start %d of p%d in %s at %s\n", n, id, netnsName(c.label, id), time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(c.bin, "--config", c.configFile(id))
 	cmd.Dir = c.dataDir(id)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	p, err := startInNetns(c.net.ns[id], cmd)
-	if err != nil {
-		return fmt.Errorf("netns: start p%d: %w", id, err)
-	}
-	c.procs[id] = p
-	c.log.Debug("netns: started", "server", id, "pid", p.pid(), "start", c.starts[id])
-	return nil
+	return startInNetns(c.net.ns[id], cmd)
 }
 
-// waitReady waits until server id accepts connections on its client and admin ports.
+// waitReady waits until server id accepts connections on its admin and client ports.
 func (c *Netns) waitReady(ctx context.Context, id int) error {
-	c.mu.Lock()
-	p := c.procs[id]
-	c.mu.Unlock()
 	s := c.servers[id-1]
-	ctx, cancel := context.WithTimeout(ctx, netnsStartTimeout)
-	defer cancel()
-	var d net.Dialer
-	for _, addr := range []string{s.Admin, s.Client} {
-		for {
-			conn, err := d.DialContext(ctx, "tcp", addr)
-			if err == nil {
-				conn.Close()
-				break
-			}
-			if !p.alive() {
-				return fmt.Errorf("netns: p%d %s before accepting connections; its log ends:\n%s", id, p.exitString(), c.logTail(id))
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("netns: p%d does not accept connections on %s: %w; its log ends:\n%s", id, addr, ctx.Err(), c.logTail(id))
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-// logTail is the end of server id's log, for error messages.
-func (c *Netns) logTail(id int) string {
-	b, err := os.ReadFile(c.logFile(id))
-	if err != nil {
-		return err.Error()
-	}
-	return lastLines(string(b), 15)
+	return c.waitListening(ctx, id, netnsStartTimeout, s.Admin, s.Client)
 }
 
 // lastLines is the end of a log, for error messages.
@@ -358,16 +310,6 @@ func (c *Netns) Servers() []Server { return slices.Clone(c.servers) }
 // empty plan.
 func (c *Netns) Links() string { return c.links }
 
-// Pid is server id's process id, 0 if it is not running.
-func (c *Netns) Pid(id int) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p := c.procs[id]; p != nil && p.alive() {
-		return p.pid()
-	}
-	return 0
-}
-
 func (c *Netns) check(id int) error {
 	if id < 1 || id > len(c.servers) {
 		return fmt.Errorf("netns: no server %d (servers are 1..%d)", id, len(c.servers))
@@ -375,26 +317,12 @@ func (c *Netns) check(id int) error {
 	return nil
 }
 
-// Alive reports whether server id's process is running.
-func (c *Netns) Alive(id int) bool { return c.Pid(id) != 0 }
-
 // Kill sends server id SIGKILL and waits until it is gone.
 func (c *Netns) Kill(ctx context.Context, id int) error {
 	if err := c.check(id); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	p := c.procs[id]
-	c.mu.Unlock()
-	if p == nil || !p.alive() {
-		return fmt.Errorf("netns: p%d is not running", id)
-	}
-	p.kill()
-	if err := p.wait(ctx); err != nil {
-		return fmt.Errorf("netns: kill p%d: %w", id, err)
-	}
-	c.log.Info("netns: killed", "server", id, "pid", p.pid())
-	return nil
+	return c.procSet.Kill(ctx, id)
 }
 
 // Restart starts a stopped server again with its data directory, waits until it
@@ -460,19 +388,7 @@ func (c *Netns) kernelPlan() netem.Plan {
 
 // CollectLogs copies each server's log into dir as p<ID>.log.
 func (c *Netns) CollectLogs(ctx context.Context, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var errs []error
-	for _, id := range c.ids() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := copyFile(c.logFile(id), filepath.Join(dir, "p"+strconv.Itoa(id)+".log")); err != nil {
-			errs = append(errs, fmt.Errorf("netns: log of p%d: %w", id, err))
-		}
-	}
-	return errors.Join(errs...)
+	return c.collectLogs(ctx, c.ids(), dir)
 }
 
 // Close stops every server (SIGTERM, SIGKILL after a grace period), removes the
@@ -488,19 +404,9 @@ func (c *Netns) Close(ctx context.Context) error {
 	}
 	t0 := time.Now()
 	c.mu.Lock()
-	c.closed = true
-	procs, removeData := maps.Clone(c.procs), c.removeData
+	removeData := c.removeData
 	c.mu.Unlock()
-
-	var wg sync.WaitGroup
-	for id, p := range procs {
-		wg.Go(func() {
-			if p.stop(netnsGrace) {
-				c.log.Warn("netns: server ignored SIGTERM, killed", "server", id, "grace", netnsGrace)
-			}
-		})
-	}
-	wg.Wait()
+	c.stopAll(netnsGrace)
 	var errs []error
 	if c.net != nil {
 		c.net.close()

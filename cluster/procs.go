@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -194,4 +198,139 @@ func procComm(pid int) string {
 		return "?"
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// procSet is a cluster's server processes by id, for the backends that run servers as
+// child processes (netns, ZooKeeper's JVMs, the benchmark's poled processes): started,
+// killed, waited for and stopped alike.
+type procSet struct {
+	name    string                           // in errors and logs: "netns", "zookeeper", "poled"
+	start   func(id, n int) (*nsProc, error) // the n-th start (from 1) of server id
+	logFile func(id int) string              // the server's log, for errors and CollectLogs
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	procs  map[int]*nsProc
+	starts map[int]int
+	closed bool // stopAll ran: no more starts
+}
+
+func newProcSet(name string, log *slog.Logger, logFile func(id int) string, start func(id, n int) (*nsProc, error)) *procSet {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &procSet{name: name, start: start, logFile: logFile, log: log, procs: map[int]*nsProc{}, starts: map[int]int{}}
+}
+
+// spawn starts server id, unless it runs or the set was stopped.
+func (s *procSet) spawn(id int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%s: cluster closed", s.name)
+	}
+	if p := s.procs[id]; p != nil && p.alive() {
+		return fmt.Errorf("%s: p%d is running (pid %d)", s.name, id, p.pid())
+	}
+	s.starts[id]++
+	p, err := s.start(id, s.starts[id])
+	if err != nil {
+		return fmt.Errorf("%s: start p%d: %w", s.name, id, err)
+	}
+	s.procs[id] = p
+	s.log.Debug(s.name+": started", "server", id, "pid", p.pid(), "start", s.starts[id])
+	return nil
+}
+
+func (s *procSet) proc(id int) *nsProc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.procs[id]
+}
+
+// Pid is server id's process id, 0 if it is not running.
+func (s *procSet) Pid(id int) int {
+	if p := s.proc(id); p != nil && p.alive() {
+		return p.pid()
+	}
+	return 0
+}
+
+// Alive reports whether server id's process runs.
+func (s *procSet) Alive(id int) bool { return s.Pid(id) != 0 }
+
+// Kill sends server id SIGKILL and waits until it is gone.
+func (s *procSet) Kill(ctx context.Context, id int) error {
+	p := s.proc(id)
+	if p == nil || !p.alive() {
+		return fmt.Errorf("%s: p%d is not running", s.name, id)
+	}
+	p.kill()
+	if err := p.wait(ctx); err != nil {
+		return fmt.Errorf("%s: kill p%d: %w", s.name, id, err)
+	}
+	s.log.Info(s.name+": killed", "server", id, "pid", p.pid())
+	return nil
+}
+
+// waitListening waits, up to timeout, until server id accepts connections on each of
+// addrs in turn; a server that exits first, or a timeout, fails with its log's end.
+func (s *procSet) waitListening(ctx context.Context, id int, timeout time.Duration, addrs ...string) error {
+	p := s.proc(id)
+	if p == nil {
+		return fmt.Errorf("%s: p%d was never started", s.name, id)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, addr := range addrs {
+		if err := waitListening(ctx, addr, func() bool { return !p.alive() }); err != nil {
+			return fmt.Errorf("%s: p%d does not listen on %s (%s): %w; its log ends:\n%s", s.name, id, addr, p.exitString(), err, s.logTail(id))
+		}
+	}
+	return nil
+}
+
+// logTail is the end of server id's log, for error messages.
+func (s *procSet) logTail(id int) string {
+	b, err := os.ReadFile(s.logFile(id))
+	if err != nil {
+		return err.Error()
+	}
+	return lastLines(string(b), 15)
+}
+
+// stopAll refuses further starts and stops every process: SIGTERM, then SIGKILL for
+// one still there after grace.
+func (s *procSet) stopAll(grace time.Duration) {
+	s.mu.Lock()
+	s.closed = true
+	procs := maps.Clone(s.procs)
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for id, p := range procs {
+		wg.Go(func() {
+			if p.stop(grace) {
+				s.log.Warn(s.name+": server ignored SIGTERM, killed", "server", id, "grace", grace)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// collectLogs copies each of ids' logs into dir as p<ID>.log; a server that never
+// wrote one is skipped.
+func (s *procSet) collectLogs(ctx context.Context, ids []int, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := copyFile(s.logFile(id), filepath.Join(dir, "p"+strconv.Itoa(id)+".log")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("%s: log of p%d: %w", s.name, id, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -23,22 +22,34 @@ import (
 // the RTTs its user-space links measured (MeasuredRTTs), since ZooKeeper has no
 // admin endpoint for either.
 type ZKCluster struct {
+	*procSet
 	e       *zkEnsemble
 	servers []Server
 	links   string
-	spawnIn func(id int, cmd *exec.Cmd) (*nsProc, error)
 	// teardown removes what the backend made around the JVMs (the network).
 	teardown   func() error
 	removeRoot bool
 	warm       time.Duration // Options.WarmUp
 
-	mu     sync.Mutex
-	procs  map[int]*nsProc
-	starts map[int]int
-	closed bool
-
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// newZKCluster is a cluster of e's servers, each JVM started by startIn (on loopback,
+// or in its namespace).
+func newZKCluster(e *zkEnsemble, links string, removeRoot bool, warm time.Duration, startIn func(id int, cmd *exec.Cmd) (*nsProc, error), teardown func() error) *ZKCluster {
+	z := &ZKCluster{e: e, links: links, removeRoot: removeRoot, warm: warm, teardown: teardown}
+	z.procSet = newProcSet("zookeeper", e.log, e.logFile, func(id, n int) (*nsProc, error) {
+		lf, err := e.openLog(id, n)
+		if err != nil {
+			return nil, err
+		}
+		defer lf.Close() // the child has its own copy
+		cmd := e.command(id)
+		cmd.Stdout, cmd.Stderr = lf, lf
+		return startIn(id, cmd)
+	})
+	return z
 }
 
 var _ Cluster = (*ZKCluster)(nil)
@@ -77,10 +88,8 @@ func NewZooKeeperLocal(ctx context.Context, opts Options) (_ *ZKCluster, err err
 	for i, id := range ids {
 		addrs[id] = zkAddr{Host: "127.0.0.1", Client: ports[3*i], Quorum: ports[3*i+1], Election: ports[3*i+2]}
 	}
-	z := &ZKCluster{e: newZKEnsemble(opts, label, root, addrs), links: LinksNone, removeRoot: removeRoot, warm: opts.WarmUp,
-		procs: map[int]*nsProc{}, starts: map[int]int{},
-		spawnIn:  func(_ int, cmd *exec.Cmd) (*nsProc, error) { return startLocal(cmd) },
-		teardown: func() error { return nil }}
+	z := newZKCluster(newZKEnsemble(opts, label, root, addrs), LinksNone, removeRoot, opts.WarmUp,
+		func(_ int, cmd *exec.Cmd) (*nsProc, error) { return startLocal(cmd) }, func() error { return nil })
 	defer func() {
 		if err != nil {
 			z.Close(context.WithoutCancel(ctx))
@@ -114,13 +123,13 @@ func (z *ZKCluster) start(ctx context.Context) error {
 		if i == 0 {
 			// The highest id takes part in the first election from its start.
 			a := z.e.addrs[id]
-			if err := z.waitPort(ctx, id, net.JoinHostPort(a.Host, strconv.Itoa(a.Election))); err != nil {
+			if err := z.waitListening(ctx, id, zkStartTimeout, net.JoinHostPort(a.Host, strconv.Itoa(a.Election))); err != nil {
 				return err
 			}
 		}
 	}
 	for _, id := range order {
-		if err := z.waitPort(ctx, id, z.e.addrs[id].client()); err != nil {
+		if err := z.waitListening(ctx, id, zkStartTimeout, z.e.addrs[id].client()); err != nil {
 			return err
 		}
 	}
@@ -132,82 +141,11 @@ func (z *ZKCluster) start(ctx context.Context) error {
 	return nil
 }
 
-func (z *ZKCluster) spawn(id int) error {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if z.closed {
-		return errors.New("zookeeper: cluster closed")
-	}
-	if p := z.procs[id]; p != nil && p.alive() {
-		return fmt.Errorf("zookeeper: p%d is running (pid %d)", id, p.pid())
-	}
-	z.starts[id]++
-	lf, err := z.e.openLog(id, z.starts[id])
-	if err != nil {
-		return err
-	}
-	defer lf.Close() // the child has its own copy
-	cmd := z.e.command(id)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	p, err := z.spawnIn(id, cmd)
-	if err != nil {
-		return fmt.Errorf("zookeeper: start p%d: %w", id, err)
-	}
-	z.procs[id] = p
-	z.e.log.Debug("zookeeper: started", "server", id, "pid", p.pid(), "start", z.starts[id])
-	return nil
-}
-
-// waitPort waits until server id accepts connections on addr.
-func (z *ZKCluster) waitPort(ctx context.Context, id int, addr string) error {
-	z.mu.Lock()
-	p := z.procs[id]
-	z.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, zkStartTimeout)
-	defer cancel()
-	if err := waitListening(ctx, addr, func() bool { return !p.alive() }); err != nil {
-		return fmt.Errorf("zookeeper: p%d does not listen on %s (%s): %w; its log ends:\n%s", id, addr, p.exitString(), err, z.logTail(id))
-	}
-	return nil
-}
-
-func (z *ZKCluster) logTail(id int) string {
-	b, err := os.ReadFile(z.e.logFile(id))
-	if err != nil {
-		return err.Error()
-	}
-	return lastLines(string(b), 15)
-}
-
 // Servers lists the servers, ordered by id. ZooKeeper has no admin endpoint.
 func (z *ZKCluster) Servers() []Server { return append([]Server(nil), z.servers...) }
 
 // Links says how the plan is applied: "kernel", "user-space" (the proxies) or "none".
 func (z *ZKCluster) Links() string { return z.links }
-
-// Alive reports whether server id's JVM runs.
-func (z *ZKCluster) Alive(id int) bool {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	p := z.procs[id]
-	return p != nil && p.alive()
-}
-
-// Kill sends server id's JVM SIGKILL and waits until it is gone.
-func (z *ZKCluster) Kill(ctx context.Context, id int) error {
-	z.mu.Lock()
-	p := z.procs[id]
-	z.mu.Unlock()
-	if p == nil || !p.alive() {
-		return fmt.Errorf("zookeeper: p%d is not running", id)
-	}
-	p.kill()
-	if err := p.wait(ctx); err != nil {
-		return fmt.Errorf("zookeeper: kill p%d: %w", id, err)
-	}
-	z.e.log.Info("zookeeper: killed", "server", id, "pid", p.pid())
-	return nil
-}
 
 // Restart starts a killed server's JVM again on its data directory and waits until it
 // accepts client connections.
@@ -218,7 +156,7 @@ func (z *ZKCluster) Restart(ctx context.Context, id int) error {
 	if err := z.spawn(id); err != nil {
 		return err
 	}
-	return z.waitPort(ctx, id, z.e.addrs[id].client())
+	return z.waitListening(ctx, id, zkStartTimeout, z.e.addrs[id].client())
 }
 
 // Timeline is server id's timeline so far, read off its log (see zkevents.go).
@@ -234,15 +172,8 @@ func (z *ZKCluster) MeasuredRTTs() map[string]any {
 }
 
 // CollectLogs copies each server's log into dir as p<ID>.log.
-func (z *ZKCluster) CollectLogs(_ context.Context, dir string) error {
-	var errs []error
-	for _, id := range z.e.ids() {
-		name := "p" + strconv.Itoa(id) + ".log"
-		if err := copyFile(z.e.logFile(id), filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+func (z *ZKCluster) CollectLogs(ctx context.Context, dir string) error {
+	return z.collectLogs(ctx, z.e.ids(), dir)
 }
 
 // Close stops every JVM (SIGTERM, SIGKILL after a grace period), the links, the
@@ -250,15 +181,7 @@ func (z *ZKCluster) CollectLogs(_ context.Context, dir string) error {
 // whatever ctx says; a second call returns the first one's result.
 func (z *ZKCluster) Close(ctx context.Context) error {
 	z.closeOnce.Do(func() {
-		z.mu.Lock()
-		z.closed = true
-		procs := z.procs
-		z.mu.Unlock()
-		var wg sync.WaitGroup
-		for _, p := range procs {
-			wg.Go(func() { p.stop(netnsGrace) })
-		}
-		wg.Wait()
+		z.stopAll(netnsGrace)
 		z.e.close()
 		errs := []error{z.teardown()}
 		if z.removeRoot {

@@ -74,10 +74,9 @@ func NewZooKeeperNetns(ctx context.Context, opts Options) (_ *ZKCluster, err err
 	for _, id := range ids {
 		addrs[id] = zkAddr{Host: n.addrs[id].String(), Client: NetnsClientPort, Quorum: NetnsPeerPort, Election: NetnsElectionPort}
 	}
-	z := &ZKCluster{e: newZKEnsemble(opts, label, root, addrs), links: links, removeRoot: removeRoot, warm: opts.WarmUp,
-		procs: map[int]*nsProc{}, starts: map[int]int{},
-		spawnIn: func(id int, cmd *exec.Cmd) (*nsProc, error) { return startInNetns(n.ns[id], cmd) },
-		teardown: func() error {
+	z := newZKCluster(newZKEnsemble(opts, label, root, addrs), links, removeRoot, opts.WarmUp,
+		func(id int, cmd *exec.Cmd) (*nsProc, error) { return startInNetns(n.ns[id], cmd) },
+		func() error {
 			n.close()
 			names := []string{netnsName(label, 0)}
 			for _, id := range ids {
@@ -85,7 +84,7 @@ func NewZooKeeperNetns(ctx context.Context, opts Options) (_ *ZKCluster, err err
 			}
 			_, err := netnsTeardown(label, names, true)
 			return err
-		}}
+		})
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, z.Close(context.WithoutCancel(ctx)))
