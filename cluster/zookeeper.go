@@ -170,7 +170,7 @@ func (e *zkEnsemble) command(id int) *exec.Cmd {
 func (e *zkEnsemble) openLog(id, start int) (*os.File, error) {
 	f, err := os.OpenFile(e.logFile(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper: %w", err)
+		return nil, err // procSet.spawn names the backend and the server
 	}
 	fmt.Fprintf(f, "%s start %d of p%d at %s\n", zkStartMarker, start, id, time.Now().Format(time.RFC3339Nano))
 	return f, nil

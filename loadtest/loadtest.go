@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -105,7 +106,7 @@ func (c *Config) Check() error {
 	switch {
 	case c.Mode != Closed && c.Mode != Open:
 		return fmt.Errorf("--mode: unknown mode %q (known: %s, %s)", c.Mode, Closed, Open)
-	case c.Mode == Open && c.Rate <= 0:
+	case c.Mode == Open && !(c.Rate > 0 && c.Rate < math.Inf(1)):
 		return fmt.Errorf("--rate: the open loop needs a total rate above 0 writes/s")
 	case c.Clients < 1:
 		return fmt.Errorf("--clients: %d: at least 1", c.Clients)

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 
@@ -59,6 +58,15 @@ func (l latentLog) Sync() error {
 	}
 	d.syncs = append(d.syncs, pendingSync{at: at, through: l.LastZxid()})
 	return nil
+}
+
+// Truncate also pulls pending syncs down to after: one issued before the truncation
+// must not cover what is appended after it under the same zxids.
+func (l latentLog) Truncate(after zab.Zxid) error {
+	for i := range l.d.syncs {
+		l.d.syncs[i].through = min(l.d.syncs[i].through, after)
+	}
+	return l.MemLog.Truncate(after)
 }
 
 // A server snapshots its tree and drops the log before it once the log holds more
@@ -127,7 +135,7 @@ func (d *disk) persist(ops []zab.Op, now, done int64) (*datatree.Tree, error) {
 }
 
 // compact snapshots view (the tree as applied) when the log is long, and drops the log
-// up to about keepBehind transactions before it (counted within the epoch).
+// up to keepBehind transactions before it.
 func (d *disk) compact(view *datatree.View) error {
 	defer view.Close()
 	z := view.Zxid()
@@ -135,14 +143,7 @@ func (d *disk) compact(view *datatree.View) error {
 	if err != nil {
 		return err
 	}
-	// One write of the whole: the sink's buffer would otherwise regrow as it fills.
-	var b bytes.Buffer
-	b.Grow(int(d.snapSize + d.snapSize/8)) // about the last one's size
-	if err := view.Write(&b); err != nil {
-		k.Cancel()
-		return err
-	}
-	if _, err := k.Write(b.Bytes()); err != nil {
+	if err := view.Write(k); err != nil {
 		k.Cancel()
 		return err
 	}
@@ -150,5 +151,5 @@ func (d *disk) compact(view *datatree.View) error {
 		return err
 	}
 	d.logBytes, d.snapSize = 0, d.newestSnapshotSize()
-	return d.log.Compact(z - min(keepBehind, z&0xffffffff))
+	return d.log.Compact(d.log.ZxidBefore(z, keepBehind))
 }

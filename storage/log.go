@@ -20,7 +20,8 @@ import (
 // Log is the transaction log: zab.Txns in strictly increasing zxid order.
 // Implementations are safe for concurrent use.
 type Log interface {
-	// Append adds txns after the last entry. They are durable after Sync.
+	// Append adds txns after the last entry. They are durable after Sync. An
+	// implementation may keep the txns' data: the caller must not modify it.
 	Append(txns ...zab.Txn) error
 	// Sync makes every appended entry durable (fsync when configured).
 	Sync() error

@@ -67,7 +67,8 @@ func (m *MemLog) Sync() error {
 }
 
 // SyncThrough makes the entries up to z durable: a Sync issued when z was the last
-// entry, completing later (the simulator's disk, whose syncs take time).
+// entry, completing later (the simulator's disk, whose syncs take time). A caller whose
+// sync was overtaken by a Truncate below z passes the truncation point instead.
 func (m *MemLog) SyncThrough(z zab.Zxid) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -156,9 +157,22 @@ func (m *MemLog) Compact(upTo zab.Zxid) error {
 	if i == len(m.entries) && i > 0 {
 		i-- // keep the last entry, as FileLog keeps its active segment
 	}
-	m.entries = m.entries[i:]
+	// A copy, so that the dropped entries' data is freed (Entries' earlier results keep
+	// the old array).
+	m.entries = slices.Clone(m.entries[i:])
 	m.synced = max(m.synced-i, 0)
 	return nil
+}
+
+// ZxidBefore is the zxid to Compact up to so that n entries at or below z stay: the
+// n+1-th entry back from the first above z, or 0 if there are not that many.
+func (m *MemLog) ZxidBefore(z zab.Zxid, n int) zab.Zxid {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i := m.above(z) - n - 1; i >= 0 {
+		return m.entries[i].Zxid
+	}
+	return 0
 }
 
 // Close implements Log.

@@ -135,7 +135,8 @@ func (s *Store) Restore(ctx context.Context) (Restored, error) {
 }
 
 // Persist carries out a zab Ready's persistence operations in order, then
-// syncs the log once if they appended to it (most Readies append nothing). When a SnapshotChunk with Last installs a snapshot, it
+// syncs the log once if they appended to it (a Ready that only commits does
+// not: with fsync on, that fsync was wasted). When a SnapshotChunk with Last installs a snapshot, it
 // returns the installed tree: the driver's state machine becomes that tree.
 func (s *Store) Persist(ops []zab.Op) (*datatree.Tree, error) {
 	var installed *datatree.Tree
