@@ -153,6 +153,11 @@ func TestReplicatedSessionExpiry(t *testing.T) {
 	if _, err := eph.Create("/eph", nil, zk.FlagEphemeral, acl); err != nil {
 		t.Fatal(err)
 	}
+	// Another session may read from before the create (ZooKeeper's reads are not
+	// linearizable; a CI run read p5 before it applied the commit): sync it first.
+	if _, err := zc[4].Sync("/eph"); err != nil {
+		t.Fatal(err)
+	}
 	// Alive well past its 4 s timeout: the follower's touches reach the leader. The
 	// ephemeral is checked all along, so a lapse fails at once.
 	for until := time.Now().Add(6 * time.Second); time.Now().Before(until); time.Sleep(200 * time.Millisecond) {
