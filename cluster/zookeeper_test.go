@@ -26,8 +26,8 @@ func zkRequire(t *testing.T) {
 
 // TestZooKeeperFlavorFailover: the two-DC spec's five servers as Apache ZooKeeper JVMs
 // on loopback behind user-space links. p5 (the highest id) leads first; after it is
-// killed the survivors elect p4 (highest zxid, then id); the timelines read off the
-// logs have p4's LEADING after the kill and its FIRST_COMMIT after that, and the
+// killed the survivors elect one of theirs; the timelines read off the logs have the
+// new leader's LEADING after the kill and its FIRST_COMMIT after that, and the
 // proxies measured at least the two-DC RTT; a restarted p5 follows and serves the data.
 // The cluster comes up after a short warm-up that wrote through every server and left
 // no znode behind.
@@ -87,17 +87,22 @@ func TestZooKeeperFlavorFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if leader != 4 {
-		t.Fatalf("leader after the kill p%d, want p4", leader)
+	// Which one: FastLeaderElection elects a server as up to date as any, and among
+	// equals the highest id only if its votes arrive in time, which across the emulated
+	// WAN they do not always (a CI rehearsal elected p3; runner.TestZooKeeperFlavor saw it too).
+	// What a quorum acknowledged survives either way: the restarted p5 reads it below.
+	if leader == 5 || leader < 1 {
+		t.Fatalf("leader after the kill p%d", leader)
 	}
-	conn4 := connect(t, c.Servers()[3].Client)
-	if _, err := conn4.Set("/k", []byte("v2"), -1); err != nil {
+	t.Logf("leader after the kill: p%d", leader)
+	connL := connect(t, c.Servers()[leader-1].Client)
+	if _, err := connL.Set("/k", []byte("v2"), -1); err != nil {
 		t.Fatal(err)
 	}
 	var leading, first time.Time
 	deadline := time.Now().Add(10 * time.Second)
 	for first.IsZero() && time.Now().Before(deadline) {
-		for _, e := range z.Timeline(4) {
+		for _, e := range z.Timeline(leader) {
 			switch {
 			case e.Kind == event.Leading && e.Time().After(kill):
 				leading = e.Time()
@@ -108,7 +113,7 @@ func TestZooKeeperFlavorFailover(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if leading.IsZero() || first.IsZero() || first.Before(leading) {
-		t.Fatalf("p4's timeline after the kill: LEADING %v, FIRST_COMMIT %v; events %+v", leading, first, z.Timeline(4))
+		t.Fatalf("p%d's timeline after the kill: LEADING %v, FIRST_COMMIT %v; events %+v", leader, leading, first, z.Timeline(leader))
 	}
 	t.Logf("election %v (kill to LEADING), recovery %v (LEADING to first commit)", leading.Sub(kill), first.Sub(leading))
 	// D1 to D2 is 20.75 ms in the plan: no link delivers before its delay (a loaded
