@@ -326,28 +326,29 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 	payload := make([]byte, c.Payload)
 	var writes, errs atomic.Int64
 	hists := make([]*hdrhistogram.Histogram, len(t.conns))
+	// Open loop: client i's k-th write is due at start + (i + k·N) / rate, a constant
+	// schedule of rate/N offset by i/rate.
+	scheds := make([]*workload.Schedule, len(t.conns)) // nil: closed loop
+	if c.Mode == Open {
+		for i := range scheds {
+			var err error
+			if scheds[i], err = workload.NewSchedule(workload.Constant, c.Rate/float64(len(t.conns)), 0); err != nil {
+				return Window{}, err
+			}
+		}
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, conn := range t.conns {
 		h := hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3) // µs
 		hists[i] = h
-		// Open loop: client i's k-th write is due at start + (i + k·N) / rate, a
-		// constant schedule of rate/N offset by i/rate.
-		var sched *workload.Schedule
-		var offset time.Duration
-		if c.Mode == Open {
-			var err error
-			if sched, err = workload.NewSchedule(workload.Constant, c.Rate/float64(len(t.conns)), 0); err != nil {
-				return Window{}, err
-			}
-			offset = time.Duration(float64(time.Second) * float64(i) / c.Rate)
-		}
+		sched := scheds[i]
 		wg.Go(func() {
 			k := key(i % c.Keys)
 			for {
 				due := time.Now()
 				if sched != nil {
-					due = start.Add(offset + sched.Next())
+					due = start.Add(time.Duration(float64(time.Second)*float64(i)/c.Rate) + sched.Next())
 					if wait := time.Until(due); wait > 0 {
 						select {
 						case <-ctx.Done():

@@ -267,8 +267,8 @@ func TestThreeDCLatencyOracle(t *testing.T) {
 // the in-flight proposals of the dead leader reach both D1 servers, as they would over
 // a real WAN); history elects p4, which serves at once. The state transfer must lie
 // inside the rotating run's recovery, and show above history's. Measured on
-// this project's 2-core machine: history 96-132 ms, rotating 205-318 ms, of which the
-// fetch 113-196 ms (before the harness stopped losing those proposals, p2 was behind
+// this project's 2-core machines: history 75-132 ms, rotating 130-318 ms, of which the
+// fetch 45-196 ms, the fast machines at the low ends (before the harness stopped losing those proposals, p2 was behind
 // too and p1 fetched across the WAN: 2.3 s).
 func TestOutdatedLeaderRecovery(t *testing.T) {
 	// Correctness is checked in every run; the timing claims (the order of the two

@@ -138,18 +138,9 @@ func (d *disk) persist(ops []zab.Op, now, done int64) (*datatree.Tree, error) {
 // up to keepBehind transactions before it.
 func (d *disk) compact(view *datatree.View) error {
 	defer view.Close()
-	z := view.Zxid()
-	k, err := d.snaps.Create(z)
-	if err != nil {
-		return err
-	}
-	if err := view.Write(k); err != nil {
-		k.Cancel()
-		return err
-	}
-	if err := k.Close(); err != nil {
+	if err := storage.SaveView(d.snaps, view); err != nil {
 		return err
 	}
 	d.logBytes, d.snapSize = 0, d.newestSnapshotSize()
-	return d.log.Compact(d.log.ZxidBefore(z, keepBehind))
+	return d.log.Compact(d.log.ZxidBefore(view.Zxid(), keepBehind))
 }

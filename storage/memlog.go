@@ -73,14 +73,7 @@ func (m *MemLog) SyncThrough(z zab.Zxid) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// Only the unsynced tail is searched: it is short, the whole log is not.
-	t := m.entries[m.synced:]
-	i, _ := slices.BinarySearchFunc(t, z, func(t zab.Txn, z zab.Zxid) int {
-		if t.Zxid <= z {
-			return -1
-		}
-		return 1
-	})
-	m.synced += i
+	m.synced += aboveIn(m.entries[m.synced:], z)
 }
 
 // Crash forgets every entry appended since the last Sync, as a kill would.
@@ -106,8 +99,11 @@ func (m *MemLog) Entries(after zab.Zxid) iter.Seq2[zab.Txn, error] {
 }
 
 // above is the index of the first entry with Zxid > z.
-func (m *MemLog) above(z zab.Zxid) int {
-	i, _ := slices.BinarySearchFunc(m.entries, z, func(t zab.Txn, z zab.Zxid) int {
+func (m *MemLog) above(z zab.Zxid) int { return aboveIn(m.entries, z) }
+
+// aboveIn is the index of the first of ts with Zxid > z.
+func aboveIn(ts []zab.Txn, z zab.Zxid) int {
+	i, _ := slices.BinarySearchFunc(ts, z, func(t zab.Txn, z zab.Zxid) int {
 		if t.Zxid <= z {
 			return -1
 		}

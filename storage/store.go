@@ -109,15 +109,7 @@ func (s *Store) Snapshot(t *datatree.Tree) (SnapshotMeta, error) {
 	v := t.View()
 	defer v.Close()
 	z := v.Zxid()
-	sink, err := s.Snapshots.Create(z)
-	if err != nil {
-		return SnapshotMeta{}, err
-	}
-	if err := v.Write(sink); err != nil {
-		sink.Cancel()
-		return SnapshotMeta{}, err
-	}
-	if err := sink.Close(); err != nil {
+	if err := SaveView(s.Snapshots, v); err != nil {
 		return SnapshotMeta{}, err
 	}
 	metas, err := s.Snapshots.List()
@@ -134,6 +126,20 @@ func (s *Store) Snapshot(t *datatree.Tree) (SnapshotMeta, error) {
 		return SnapshotMeta{}, fmt.Errorf("storage: snapshot %v missing after commit", z)
 	}
 	return meta, s.Log.Compact(metas[len(metas)-1].Zxid)
+}
+
+// SaveView writes v into ss as the snapshot at v's zxid, committed whole or not at
+// all. It leaves the log alone (Snapshot compacts it; the simulator compacts its own).
+func SaveView(ss SnapshotStore, v *datatree.View) error {
+	sink, err := ss.Create(v.Zxid())
+	if err != nil {
+		return err
+	}
+	if err := v.Write(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
 }
 
 // Truncate removes everything above after, from the log and the snapshots

@@ -134,10 +134,10 @@ func (s *Store) Restore(ctx context.Context) (Restored, error) {
 	return r, nil
 }
 
-// Persist carries out a zab Ready's persistence operations in order, then
-// syncs the log once if they appended to it (a Ready that only commits does
-// not: with fsync on, that fsync was wasted). When a SnapshotChunk with Last installs a snapshot, it
-// returns the installed tree: the driver's state machine becomes that tree.
+// Persist carries out a zab Ready's persistence operations in order, then syncs
+// the log once if they appended to it (a Ready that only commits does not: with
+// fsync on, that fsync was wasted). When a SnapshotChunk with Last installs a
+// snapshot, it returns the installed tree: the driver's state machine becomes it.
 func (s *Store) Persist(ops []zab.Op) (*datatree.Tree, error) {
 	var installed *datatree.Tree
 	appended := false
