@@ -270,14 +270,17 @@ func WritePaths(path string, ps []Path) error {
 		return fmt.Errorf("analysis: %w", err)
 	}
 	w.Write(pathHeader)
-	row := make([]string, len(pathHeader))
+	var row csvfile.Row
 	for _, p := range ps {
-		row[0], row[1] = strconv.FormatUint(p.ID, 10), p.DC
-		row[2], row[3], row[4] = strconv.Itoa(p.Server), strconv.Itoa(p.Leader), strconv.Itoa(p.Follower)
-		for i, t := range p.At {
-			row[5+i] = strconv.FormatInt(int64(t), 10)
+		row.Uint(p.ID)
+		row.String(p.DC)
+		row.Int(int64(p.Server))
+		row.Int(int64(p.Leader))
+		row.Int(int64(p.Follower))
+		for _, t := range p.At {
+			row.Int(int64(t))
 		}
-		w.Write(row)
+		w.WriteRow(&row)
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("analysis: writing %s: %w", path, err)

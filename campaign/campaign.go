@@ -15,10 +15,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
 	"github.com/polebench/polebench/spec"
@@ -304,7 +306,8 @@ type Options struct {
 	Dir      string // the campaign directory
 	Progress io.Writer
 	Log      *slog.Logger
-	// RunOne runs one spec into a directory; default runner.Run.
+	// RunOne runs one spec into a directory; default runner.Run. Simulated runs go
+	// in parallel, so it must be safe for concurrent use.
 	RunOne func(ctx context.Context, sp *spec.Spec, dir string) error
 }
 
@@ -333,57 +336,72 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 	line := progress.New(o.Progress)
 	pts := c.Points()
 	total := len(pts) * c.Repetitions
-	var todo, done int
+	type job struct {
+		p   Point
+		rep int
+		rd  string
+		sp  *spec.Spec
+		err error
+	}
+	var jobs []job
+	var sps []*spec.Spec
 	for _, p := range pts {
 		for rep := 1; rep <= c.Repetitions; rep++ {
-			if !Done(RunDir(o.Dir, p, rep)) {
-				todo++
+			if rd := RunDir(o.Dir, p, rep); !Done(rd) {
+				sp, err := c.SpecFor(p, rep)
+				jobs = append(jobs, job{p, rep, rd, sp, err})
+				sps = append(sps, sp)
 			}
 		}
 	}
-	done = total - todo
+	workers := runner.Parallelism(sps...)
+	todo := len(jobs)
+	done := total - todo
 	if done > 0 {
 		line.Note("[%s] %d of %d runs already done: resuming", c.Name, done, total)
 	}
+	jobCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	start := time.Now()
+	var mu sync.Mutex // ran, read by the jobs for the ETA
 	ran := 0
 	var errs []error
-	for _, p := range pts {
-		for rep := 1; rep <= c.Repetitions; rep++ {
-			rd := RunDir(o.Dir, p, rep)
-			if Done(rd) {
-				continue
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			eta := "?"
-			if ran > 0 {
-				eta = progress.ETA(float64(ran), float64(todo), time.Since(start)).String()
-			}
-			line.Update("[%s] point %d of %d (%s) rep %d/%d; run %d of %d, campaign ETA %s",
-				c.Name, p.Index, len(pts), settingsString(p.Settings), rep, c.Repetitions, done+1, total, eta)
-			sp, err := c.SpecFor(p, rep)
-			if err == nil {
-				os.RemoveAll(rd) // a half-written run starts afresh
-				err = o.RunOne(ctx, sp, rd)
-			}
-			ran++
-			if err == nil || (ctx.Err() == nil && hasSummary(rd)) {
-				// A run whose checks failed (say, a lost write) is still a measured run.
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s rep %d: %w", p.Dir(), rep, err))
-				}
-				if werr := os.WriteFile(filepath.Join(rd, doneMarker), nil, 0o644); werr != nil {
-					return werr
-				}
-				done++
-				continue
-			}
-			errs = append(errs, fmt.Errorf("%s rep %d: %w", p.Dir(), rep, err))
-			line.Note("[%s] %s rep %d failed: %v", c.Name, p.Dir(), rep, err)
+	pool.Ordered(jobCtx, len(jobs), workers, func(i int) error {
+		j := jobs[i]
+		if j.err != nil {
+			return j.err
 		}
-	}
+		mu.Lock()
+		eta := "?"
+		if ran > 0 {
+			eta = progress.ETA(float64(ran), float64(todo), time.Since(start)).String()
+		}
+		mu.Unlock()
+		line.Update("[%s] point %d of %d (%s) rep %d/%d; run %d of %d, campaign ETA %s",
+			c.Name, j.p.Index, len(pts), settingsString(j.p.Settings), j.rep, c.Repetitions, total-todo+i+1, total, eta)
+		os.RemoveAll(j.rd) // a half-written run starts afresh
+		return o.RunOne(jobCtx, j.sp, j.rd)
+	}, func(i int, err error) {
+		j := jobs[i]
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		if err == nil || (ctx.Err() == nil && hasSummary(j.rd)) {
+			// A run whose checks failed (say, a lost write) is still a measured run.
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s rep %d: %w", j.p.Dir(), j.rep, err))
+			}
+			if werr := os.WriteFile(filepath.Join(j.rd, doneMarker), nil, 0o644); werr != nil {
+				errs = append(errs, werr)
+				stop() // resuming would redo it: stop here, as for any lost result
+				return
+			}
+			done++
+			return
+		}
+		errs = append(errs, fmt.Errorf("%s rep %d: %w", j.p.Dir(), j.rep, err))
+		line.Note("[%s] %s rep %d failed: %v", c.Name, j.p.Dir(), j.rep, err)
+	})
 	line.Done()
 	if ctx.Err() != nil {
 		errs = append(errs, fmt.Errorf("interrupted: %d of %d runs done; run the same command again to resume", done, total))

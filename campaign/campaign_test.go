@@ -10,13 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/runner"
 	"github.com/polebench/polebench/spec"
 )
 
@@ -324,3 +327,57 @@ func checkInBrowser(t *testing.T, html string, wantImages, wantRows int) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestSimCampaignInParallel: a simulated campaign's runs go two at a time on two
+// cores, and write the results.csv they write one at a time (GOMAXPROCS 1).
+func TestSimCampaignInParallel(t *testing.T) {
+	c := shortCampaign(t)
+	c.Settings = append(c.Settings, "backend=sim")
+	results := map[int][]byte{}
+	for _, procs := range []int{1, 2} {
+		prev := runtime.GOMAXPROCS(procs)
+		sp, err := c.SpecFor(c.Points()[0], 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := runner.Parallelism(sp); w != procs {
+			t.Fatalf("GOMAXPROCS %d: runner.Parallelism says %d (the memory this machine has available bounds it)", procs, w)
+		}
+		var running, most atomic.Int32
+		second := make(chan struct{})
+		var calls atomic.Int32
+		dir := t.TempDir()
+		err = Run(t.Context(), c, Options{Dir: dir, RunOne: func(ctx context.Context, sp *spec.Spec, rd string) error {
+			now := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			switch calls.Add(1) {
+			case 1:
+				if procs > 1 {
+					select { // the second run starts while the first runs
+					case <-second:
+					case <-time.After(20 * time.Second):
+						t.Errorf("GOMAXPROCS %d: the second run did not start beside the first", procs)
+					}
+				}
+			case 2:
+				close(second)
+			}
+			return defaultRunOne(ctx, sp, rd)
+		}})
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := int(most.Load()); m != procs {
+			t.Errorf("GOMAXPROCS %d: %d runs at once", procs, m)
+		}
+		if results[procs], err = os.ReadFile(filepath.Join(dir, "results.csv")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(results[1], results[2]) {
+		t.Errorf("results.csv one at a time:\n%s\ntwo at a time:\n%s", results[1], results[2])
+	}
+}

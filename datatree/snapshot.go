@@ -126,6 +126,10 @@ func (v *View) paths() []string {
 	return slices.Compact(paths) // a node changed but not deleted is met and saved
 }
 
+// ApproximateSize is the tree's ApproximateSize now, about the view's once encoded
+// (a hint for buffers: the tree may have changed since the view opened).
+func (v *View) ApproximateSize() int64 { return v.t.ApproximateSize() }
+
 // Zxid is the last transaction the view includes.
 func (v *View) Zxid() zab.Zxid { return v.zxid }
 

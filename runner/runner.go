@@ -21,6 +21,7 @@ import (
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
@@ -79,30 +80,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	var errs []error
-	for n := 1; n <= o.Spec.Repetitions; n++ {
-		repDir := dir
-		if o.Spec.Repetitions > 1 {
-			repDir = filepath.Join(dir, fmt.Sprintf("rep%d", n))
-		}
-		if err := os.MkdirAll(repDir, 0o755); err != nil {
-			return res, err
-		}
-		r := &trial{o: o, n: n, dir: repDir, log: o.Log.With("rep", n), traces: newTraceCollector()}
-		run, err := r.run(ctx)
-		if run != nil {
+	pool.Ordered(ctx, o.Spec.Repetitions, Parallelism(o.Spec), func(i int) outcome {
+		return repetition(ctx, o, dir, i+1)
+	}, func(_ int, out outcome) {
+		if run := out.run; run != nil {
 			res.Runs = append(res.Runs, *run)
 			res.Summaries = append(res.Summaries, run.Summary)
 			if o.OnRun != nil {
 				o.OnRun(*run)
 			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("repetition %d: %w", n, err))
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
+		errs = append(errs, out.err)
+	})
 	if len(res.Summaries) > 1 {
 		agg, err := analysis.AggregateRuns(res.Summaries)
 		if err != nil {

@@ -348,6 +348,11 @@ type MemSnapshots struct {
 	mu    sync.Mutex
 	keep  int
 	snaps map[zab.Zxid][]byte
+	open  map[zab.Zxid]int // readers not closed yet, per snapshot
+	// spare is a dropped snapshot's buffer that no reader holds: the next Create
+	// writes into it rather than into fresh memory, which a large tree's compactions
+	// otherwise spend most of their time faulting in and clearing.
+	spare []byte
 }
 
 var _ SnapshotStore = (*MemSnapshots)(nil)
@@ -357,7 +362,7 @@ func NewMemSnapshots(keep int) *MemSnapshots {
 	if keep <= 0 {
 		keep = 3
 	}
-	return &MemSnapshots{keep: keep, snaps: map[zab.Zxid][]byte{}}
+	return &MemSnapshots{keep: keep, snaps: map[zab.Zxid][]byte{}, open: map[zab.Zxid]int{}}
 }
 
 type memSink struct {
@@ -372,6 +377,24 @@ func (m *MemSnapshots) Create(zxid zab.Zxid) (SnapshotSink, error) {
 	return &memSink{m: m, zxid: zxid}, nil
 }
 
+// Grow makes room for n bytes (SaveView passes the tree's size): in the spare buffer
+// if it is large enough, else in one allocation rather than by doubling.
+func (k *memSink) Grow(n int) {
+	k.m.mu.Lock()
+	defer k.m.mu.Unlock()
+	if k.buf.Len() == 0 && cap(k.m.spare) >= n {
+		k.buf = *bytes.NewBuffer(k.m.spare[:0])
+		k.m.spare = nil
+		return
+	}
+	if k.buf.Len() == 0 {
+		// make, unlike bytes.Buffer's growth, does not clear memory fresh from the kernel.
+		k.buf = *bytes.NewBuffer(make([]byte, 0, n))
+		return
+	}
+	k.buf.Grow(n)
+}
+
 func (k *memSink) Write(p []byte) (int, error) {
 	if k.done {
 		return 0, ErrClosed
@@ -379,7 +402,15 @@ func (k *memSink) Write(p []byte) (int, error) {
 	return k.buf.Write(p)
 }
 
-func (k *memSink) Cancel() error { k.done = true; return nil }
+func (k *memSink) Cancel() error {
+	if !k.done {
+		k.done = true
+		k.m.mu.Lock()
+		k.m.recycle(k.buf.Bytes())
+		k.m.mu.Unlock()
+	}
+	return nil
+}
 
 func (k *memSink) Close() error {
 	if k.done {
@@ -390,9 +421,24 @@ func (k *memSink) Close() error {
 	defer k.m.mu.Unlock()
 	k.m.snaps[k.zxid] = k.buf.Bytes()
 	for _, m := range k.m.list()[min(k.m.keep, len(k.m.snaps)):] {
-		delete(k.m.snaps, m.Zxid)
+		k.m.drop(m.Zxid)
 	}
 	return nil
+}
+
+// drop deletes snapshot z, keeping its buffer as the spare if no reader holds it.
+func (m *MemSnapshots) drop(z zab.Zxid) {
+	if m.open[z] == 0 {
+		m.recycle(m.snaps[z])
+	}
+	delete(m.snaps, z)
+}
+
+// recycle keeps b as the spare if it is the largest buffer on hand.
+func (m *MemSnapshots) recycle(b []byte) {
+	if cap(b) > cap(m.spare) {
+		m.spare = b[:0]
+	}
 }
 
 func (m *MemSnapshots) list() []SnapshotMeta {
@@ -419,7 +465,28 @@ func (m *MemSnapshots) Open(z zab.Zxid) (io.ReadCloser, error) {
 	if !ok {
 		return nil, fmt.Errorf("storage: snapshot %v: %w", z, os.ErrNotExist)
 	}
-	return io.NopCloser(bytes.NewReader(b)), nil
+	m.open[z]++
+	return &memReader{Reader: bytes.NewReader(b), m: m, z: z}, nil
+}
+
+// memReader reads a snapshot and, closed, lets its buffer be reused once dropped.
+type memReader struct {
+	*bytes.Reader
+	m *MemSnapshots
+	z zab.Zxid
+}
+
+func (r *memReader) Close() error {
+	if r.m == nil {
+		return ErrClosed
+	}
+	r.m.mu.Lock()
+	if r.m.open[r.z]--; r.m.open[r.z] == 0 {
+		delete(r.m.open, r.z)
+	}
+	r.m.mu.Unlock()
+	r.m, r.Reader = nil, bytes.NewReader(nil)
+	return nil
 }
 
 // DeleteAbove implements SnapshotStore.
@@ -428,7 +495,7 @@ func (m *MemSnapshots) DeleteAbove(z zab.Zxid) error {
 	defer m.mu.Unlock()
 	for k := range m.snaps {
 		if k > z {
-			delete(m.snaps, k)
+			m.drop(k)
 		}
 	}
 	return nil

@@ -135,11 +135,20 @@ func SaveView(ss SnapshotStore, v *datatree.View) error {
 	if err != nil {
 		return err
 	}
+	grow(sink, v.ApproximateSize()) // the encoding adds a stat and lengths per node
 	if err := v.Write(sink); err != nil {
 		sink.Cancel()
 		return err
 	}
 	return sink.Close()
+}
+
+// grow tells a sink that can take the hint (MemSnapshots') to make room for about
+// size bytes, and an eighth more.
+func grow(sink SnapshotSink, size int64) {
+	if g, ok := sink.(interface{ Grow(int) }); ok && size > 0 {
+		g.Grow(int(size + size/8))
+	}
 }
 
 // Truncate removes everything above after, from the log and the snapshots

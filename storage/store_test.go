@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -501,4 +502,86 @@ func TestPersistSyncsOnlyAppends(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMemSnapshotsReuse: a dropped snapshot's buffer is written again by the next
+// snapshot (compactions of a large tree allocate next to nothing), but never while a
+// reader still holds it.
+func TestMemSnapshotsReuse(t *testing.T) {
+	const size = 1 << 20
+	s := NewMemSnapshots(1)
+	content := func(z zab.Zxid) []byte { return bytes.Repeat([]byte{byte(z)}, size) }
+	write := func(z zab.Zxid) {
+		k, err := s.Create(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.(*memSink).Grow(size)
+		if _, err := k.Write(content(z)); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	held, err := s.Open(1) // open across the drop of 1 and two more snapshots
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(2)
+	write(3)
+	if got, _ := io.ReadAll(held); !bytes.Equal(got, content(1)) {
+		t.Errorf("a reader of a dropped snapshot read bytes another snapshot overwrote")
+	}
+	held.Close()
+	if err := held.Close(); err == nil {
+		t.Errorf("a second Close succeeded")
+	}
+	got := make([]byte, size)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for z := zab.Zxid(4); z < 14; z++ {
+		src := content(z) // counted below: 10 MiB in all
+		k, _ := s.Create(z)
+		k.(*memSink).Grow(size)
+		k.Write(src)
+		k.Close()
+		rc, err := s.Open(z)
+		if err == nil {
+			_, err = io.ReadFull(rc, got)
+			rc.Close()
+		}
+		if err != nil || !bytes.Equal(got, src) {
+			t.Fatalf("snapshot %v read back wrong (%v)", z, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// The sources are 10 MiB; fresh sinks would add 11 more.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 15<<20 {
+		t.Errorf("10 snapshots of 1 MiB allocated %d MiB: the dropped buffers were not reused", grew>>20)
+	}
+}
+
+// TestSaveViewSizeHint: the room SaveView asks for holds a preloaded tree's snapshot,
+// so the sink never grows by doubling.
+func TestSaveViewSizeHint(t *testing.T) {
+	tr := datatree.New()
+	if _, err := tr.Preload(4 << 20); err != nil {
+		t.Fatal(err)
+	}
+	size := tr.ApproximateSize()
+	ms := NewMemSnapshots(1)
+	v := tr.View()
+	defer v.Close()
+	if err := SaveView(ms, v); err != nil {
+		t.Fatal(err)
+	}
+	metas, _ := ms.List()
+	b := ms.snaps[metas[0].Zxid]
+	// The allocator rounds a large buffer up to its 8 KiB pages; doubling would not stop there.
+	if room := size + size/8; int64(len(b)) > room || int64(cap(b)) > room+8<<10 {
+		t.Errorf("snapshot of %d bytes in %d of capacity: more than the %d SaveView asks for", len(b), cap(b), room)
+	}
+	t.Logf("tree %d bytes, snapshot %d (%.1f %% more)", size, len(b), 100*float64(int64(len(b))-size)/float64(size))
 }

@@ -185,6 +185,9 @@ func (s *Store) chunk(c *zab.SnapshotChunk) (*datatree.Tree, error) {
 		if err != nil {
 			return nil, err
 		}
+		if metas, err := s.Snapshots.List(); err == nil && len(metas) > 0 {
+			grow(k, metas[0].Size) // the leader's tree is about as large as ours
+		}
 		s.recv, s.recvZxid, s.recvSeq, s.recvLoad = k, c.Zxid, 0, datatree.NewLoader()
 	} else if s.recv == nil || c.Zxid != s.recvZxid || c.Seq != s.recvSeq+1 {
 		return nil, fmt.Errorf("storage: snapshot chunk %d of %v out of sequence", c.Seq, c.Zxid)

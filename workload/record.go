@@ -94,21 +94,21 @@ func CreateRecords(path string) (*RecordWriter, error) {
 
 // Write appends records and pushes them to the operating system.
 func (w *RecordWriter) Write(recs ...Record) error {
-	row := make([]string, len(recordHeader))
+	var row csvfile.Row
 	for _, r := range recs {
-		row[0] = strconv.FormatUint(r.ID, 10)
-		row[1] = r.DC
-		row[2] = strconv.Itoa(r.Server)
-		row[3] = r.Key
-		row[4] = strconv.FormatInt(int64(r.Intended), 10)
-		row[5] = strconv.FormatInt(int64(r.Sent), 10)
-		row[6] = strconv.FormatInt(int64(r.Done), 10)
-		row[7] = r.Outcome.String()
-		row[8] = strconv.FormatInt(r.Zxid, 10)
-		row[9] = strconv.FormatInt(int64(r.Version), 10)
-		row[10] = strconv.Itoa(r.Attempts)
-		row[11] = r.Err
-		if err := w.w.Write(row); err != nil {
+		row.Uint(r.ID)
+		row.String(r.DC)
+		row.Int(int64(r.Server))
+		row.String(r.Key)
+		row.Int(int64(r.Intended))
+		row.Int(int64(r.Sent))
+		row.Int(int64(r.Done))
+		row.String(r.Outcome.String())
+		row.Int(r.Zxid)
+		row.Int(int64(r.Version))
+		row.Int(int64(r.Attempts))
+		row.String(r.Err)
+		if err := w.w.WriteRow(&row); err != nil {
 			return fmt.Errorf("workload: records %s: %w", w.w.Name(), err)
 		}
 	}

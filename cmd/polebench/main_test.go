@@ -164,3 +164,25 @@ func TestDocLinksResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestSimCheckCLI: `polebench sim check` runs its seeds on every core and reports
+// them all, and refuses a schedule it cannot draw.
+func TestSimCheckCLI(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("sim", "check", "--seeds", "5", "--from", "11", "--duration", "5s", "--out", out)
+	if code != 0 || !regexp.MustCompile(`sim check two-dc: 5 seeds from 11 in \S+ on \d+ cores: 0 unsafe .*, 0 did not converge \[\]`).MatchString(stdout) {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("safe seeds left run directories: %v", ents)
+	}
+	for _, tc := range []struct{ args, stderr string }{
+		{"--seeds 0", "--seeds 0: want at least 1"},
+		{"--duration 4s", "--duration 4s: random schedules need at least 5s"},
+	} {
+		args := append([]string{"sim", "check"}, strings.Fields(tc.args)...)
+		if code, _, errs := runCLI(args...); code != 1 || !strings.Contains(errs, tc.stderr) {
+			t.Errorf("polebench %v: exit %d, stderr %q; want 1, ~%q", args, code, errs, tc.stderr)
+		}
+	}
+}

@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/sim"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
 )
 
@@ -29,6 +30,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", filepath.Join("results", "sim-check"), "where a failing seed's run directory goes")
 	disk := fs.Duration("disk-latency", sim.SyncDiskLatency, "how long a server's log write takes (fsync on: wider windows for a kill to find work in progress)")
 	sets := overrideFlags(fs)
+	// The schedule is random and the verdict is safety, not latency: the spec's crash
+	// and warmup do not apply, and must not stop a shorter --duration.
+	*sets = append(*sets, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "warmup", Value: "0s"})
 	rest := args[1:]
 	if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
 		rest = append([]string{"two-dc"}, rest...)
@@ -83,71 +87,39 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		unsafe, stuck error
 	}
 	// Seeds run on every core; their outcomes are reported in seed order.
-	seedc := make(chan uint64)
-	outc := make(chan outcome)
 	workers := min(runtime.GOMAXPROCS(0), *seeds)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for seed := range seedc {
-				cfg := cfgOf(seed)
-				res, unsafe, stuck := sim.Check(ctx, cfg)
-				outc <- outcome{seed, cfg, res, unsafe, stuck}
-			}
-		}()
-	}
-	go func() {
-		defer close(seedc)
-		for i := range *seeds {
-			select {
-			case seedc <- *from + uint64(i):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(outc) }()
-
 	line := progress.New(stdout)
 	t0 := time.Now()
 	failed, done := 0, 0
 	var stuck []uint64
-	held := map[uint64]outcome{}
-	next := *from
-	for o := range outc {
-		held[o.seed] = o
-		for {
-			o, ok := held[next]
-			if !ok {
-				break
-			}
-			delete(held, next)
-			next++
-			done++
-			if ctx.Err() != nil {
-				continue
-			}
-			if o.stuck != nil {
-				stuck = append(stuck, o.seed)
-				line.Note("seed %d: liveness: %v (schedule %v)", o.seed, o.stuck, o.cfg.Faults)
-			}
-			if o.unsafe != nil {
-				failed++
-				dir := filepath.Join(*out, fmt.Sprintf("seed-%d", o.seed))
-				line.Note("seed %d FAILED: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench sim check %s --from %d --seeds 1",
-					o.seed, o.unsafe, o.cfg.Faults, dir, sp.Name, o.seed)
-				if werr := writeCheck(dir, o.res, o.cfg.Faults); werr != nil {
-					line.Note("  (could not write it: %v)", werr)
-				}
-			}
-			el := time.Since(t0)
-			eta := time.Duration(float64(el) / float64(done) * float64(*seeds-done))
-			line.Update("sim check %s: seed %d (%d of %d), %d unsafe, %d stuck, %v elapsed, ETA %v",
-				sp.Name, o.seed, done, *seeds, failed, len(stuck), el.Round(time.Second), eta.Round(time.Second))
+	pool.Ordered(ctx, *seeds, workers, func(i int) outcome {
+		seed := *from + uint64(i)
+		cfg := cfgOf(seed)
+		res, unsafe, stuck := sim.Check(ctx, cfg)
+		return outcome{seed, cfg, res, unsafe, stuck}
+	}, func(_ int, o outcome) {
+		done++
+		if ctx.Err() != nil {
+			return // cut short: neither safe nor unsafe
 		}
-	}
+		if o.stuck != nil {
+			stuck = append(stuck, o.seed)
+			line.Note("seed %d: liveness: %v (schedule %v)", o.seed, o.stuck, o.cfg.Faults)
+		}
+		if o.unsafe != nil {
+			failed++
+			dir := filepath.Join(*out, fmt.Sprintf("seed-%d", o.seed))
+			line.Note("seed %d FAILED: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench sim check %s --from %d --seeds 1",
+				o.seed, o.unsafe, o.cfg.Faults, dir, sp.Name, o.seed)
+			if werr := writeCheck(dir, o.res, o.cfg.Faults); werr != nil {
+				line.Note("  (could not write it: %v)", werr)
+			}
+		}
+		el := time.Since(t0)
+		eta := time.Duration(float64(el) / float64(done) * float64(*seeds-done))
+		line.Update("sim check %s: seed %d (%d of %d), %d unsafe, %d stuck, %v elapsed, ETA %v",
+			sp.Name, o.seed, done, *seeds, failed, len(stuck), el.Round(time.Second), eta.Round(time.Second))
+	})
 	line.Done()
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted after %d seeds (%d failed)", done, failed)

@@ -1,0 +1,57 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/pool"
+	"github.com/polebench/polebench/spec"
+)
+
+// Parallelism is how many of these runs go at once: simulated ones share nothing, so
+// they take every core the memory allows; real ones share the machine they measure,
+// so one at a time.
+func Parallelism(sps ...*spec.Spec) int {
+	var most uint64
+	for _, sp := range sps {
+		if sp == nil || sp.Backend != backend.Sim {
+			return 1
+		}
+		most = max(most, simMemory(sp))
+	}
+	return pool.Workers(most)
+}
+
+// simMemory bounds what a simulated run holds at its peak, from `/usr/bin/time -f %M
+// bin/polebench run SPEC --backend sim --repetitions 1`: 340 MB for two-dc, 420 MB
+// for three-dc-dep1, and two-dc-recovery's 5 servers 1.5, 2.0 and 4.7 GB with 50,
+// 100 and 250 MB preloaded (each server's tree, its snapshot, and a spare).
+func simMemory(sp *spec.Spec) uint64 {
+	return 512<<20 + uint64(sp.N())*uint64(max(sp.PreloadMB, 0))*4<<20
+}
+
+// outcome is what a repetition left: its run if it got as far as analysis, and what
+// went wrong.
+type outcome struct {
+	run *Repetition
+	err error
+}
+
+// repetition runs repetition n in its directory (dir itself for a single one).
+func repetition(ctx context.Context, o Options, dir string, n int) outcome {
+	if o.Spec.Repetitions > 1 {
+		dir = filepath.Join(dir, fmt.Sprintf("rep%d", n))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return outcome{err: fmt.Errorf("repetition %d: %w", n, err)}
+	}
+	r := &trial{o: o, n: n, dir: dir, log: o.Log.With("rep", n), traces: newTraceCollector()}
+	run, err := r.run(ctx)
+	if err != nil {
+		err = fmt.Errorf("repetition %d: %w", n, err)
+	}
+	return outcome{run, err}
+}
