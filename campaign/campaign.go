@@ -309,6 +309,8 @@ type Options struct {
 	// RunOne runs one spec into a directory; default runner.Run. Simulated runs go
 	// in parallel, so it must be safe for concurrent use.
 	RunOne func(ctx context.Context, sp *spec.Spec, dir string) error
+	// Jobs caps how many simulated runs go at once (0: runner.Parallelism's choice).
+	Jobs int
 }
 
 // Run runs every point's repetitions that are not done yet, then writes results.csv
@@ -354,7 +356,7 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 			}
 		}
 	}
-	workers := runner.Parallelism(sps...)
+	workers := runner.Parallelism(o.Jobs, sps...)
 	todo := len(jobs)
 	done := total - todo
 	if done > 0 {

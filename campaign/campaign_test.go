@@ -340,7 +340,7 @@ func TestSimCampaignInParallel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := runner.Parallelism(sp); w != procs {
+		if w := runner.Parallelism(0, sp); w != procs {
 			t.Fatalf("GOMAXPROCS %d: runner.Parallelism says %d (the memory this machine has available bounds it)", procs, w)
 		}
 		var running, most atomic.Int32

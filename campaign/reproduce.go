@@ -42,6 +42,7 @@ type ReproduceOptions struct {
 	Repetitions int      // 0 keeps the campaigns' (5), or 1 with Quick
 	Quick       bool     // the campaigns' shortened forms: 30 s runs, fewer points
 	Only        []string // figures to run; nil: all
+	Jobs        int      // at most this many simulated runs at once; 0: one per core
 	Version     string
 	Progress    io.Writer
 	Log         *slog.Logger
@@ -97,7 +98,7 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*Report, error) {
 			return nil, err
 		}
 		dir := filepath.Join(o.Out, n)
-		if err := Run(ctx, c, Options{Dir: dir, Progress: o.Progress, Log: o.Log}); err != nil {
+		if err := Run(ctx, c, Options{Dir: dir, Progress: o.Progress, Log: o.Log, Jobs: o.Jobs}); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", n, err))
 		}
 		dirs = append(dirs, dir)

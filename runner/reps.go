@@ -12,9 +12,9 @@ import (
 )
 
 // Parallelism is how many of these runs go at once: simulated ones share nothing, so
-// they take every core the memory allows; real ones share the machine they measure,
-// so one at a time.
-func Parallelism(sps ...*spec.Spec) int {
+// they take every core the memory allows, or at most jobs if jobs > 0; real ones
+// share the machine they measure, so one at a time.
+func Parallelism(jobs int, sps ...*spec.Spec) int {
 	var most uint64
 	for _, sp := range sps {
 		if sp == nil || sp.Backend != backend.Sim {
@@ -22,7 +22,10 @@ func Parallelism(sps ...*spec.Spec) int {
 		}
 		most = max(most, simMemory(sp))
 	}
-	return pool.Workers(most)
+	if n := pool.Workers(most); jobs <= 0 || n < jobs {
+		return n
+	}
+	return jobs
 }
 
 // simMemory bounds what a simulated run holds at its peak, from `/usr/bin/time -f %M

@@ -41,6 +41,8 @@ type Options struct {
 	OnRun func(Repetition)
 	// LeaderTimeout bounds the wait for the initial leader (default 60 s).
 	LeaderTimeout time.Duration
+	// Jobs caps how many simulated repetitions run at once (0: Parallelism's choice).
+	Jobs int
 }
 
 // Repetition is one analysed run of the spec.
@@ -80,7 +82,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, err
 	}
 	var errs []error
-	pool.Ordered(ctx, o.Spec.Repetitions, Parallelism(o.Spec), func(i int) outcome {
+	pool.Ordered(ctx, o.Spec.Repetitions, Parallelism(o.Jobs, o.Spec), func(i int) outcome {
 		return repetition(ctx, o, dir, i+1)
 	}, func(_ int, out outcome) {
 		if run := out.run; run != nil {

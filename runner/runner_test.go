@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/polebench/polebench/datatree"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
@@ -705,5 +707,64 @@ func TestSimDeterministic(t *testing.T) {
 	}
 	if bytes.Equal(a, c) {
 		t.Error("seeds 7 and 8 wrote the same summary")
+	}
+}
+
+// TestSimRepetitionsInParallel: simulated repetitions running at once write what they
+// write one at a time, and Run hands them on in order.
+func TestSimRepetitionsInParallel(t *testing.T) {
+	s := specFor(t, "two-dc", "backend=sim", "repetitions=3", "duration=20s", "crash-at=10s")
+	files := func(jobs int) map[string][]byte {
+		var order []int
+		res, err := Run(t.Context(), Options{Spec: s, Out: t.TempDir(), Jobs: jobs, Progress: progress.NewPlain(io.Discard),
+			OnRun: func(r Repetition) { order = append(order, r.N) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(order, []int{1, 2, 3}) {
+			t.Errorf("--jobs %d: repetitions handed on as %v", jobs, order)
+		}
+		out := map[string][]byte{}
+		for _, f := range []string{"aggregate.json", "rep1/summary.json", "rep2/summary.json", "rep3/summary.json"} {
+			if out[f], err = os.ReadFile(filepath.Join(res.Dir, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	one, all := files(1), files(0)
+	for f := range one {
+		if !bytes.Equal(one[f], all[f]) {
+			t.Errorf("%s differs between one at a time and %d at once", f, Parallelism(0, s))
+		}
+	}
+}
+
+func TestParallelism(t *testing.T) {
+	sim := specFor(t, "two-dc", "backend=sim")
+	local := specFor(t, "two-dc")
+	huge := specFor(t, "two-dc", "backend=sim", "preload-mb=100000000") // 3 PB: more than any machine
+	auto := pool.Workers(simMemory(sim))
+	for _, c := range []struct {
+		name string
+		jobs int
+		sps  []*spec.Spec
+		want int
+	}{
+		{"sim", 0, []*spec.Spec{sim}, auto},
+		{"sim capped", 1, []*spec.Spec{sim}, 1},
+		{"sim cap above", auto + 5, []*spec.Spec{sim}, auto},
+		{"local", 0, []*spec.Spec{local}, 1},
+		{"local asked for more", 4, []*spec.Spec{local}, 1},
+		{"one local among sims", 0, []*spec.Spec{sim, local, sim}, 1},
+		{"a spec that failed", 0, []*spec.Spec{sim, nil}, 1},
+		{"memory bounds it", 0, []*spec.Spec{sim, huge}, 1},
+	} {
+		if got := Parallelism(c.jobs, c.sps...); got != c.want {
+			t.Errorf("%s: Parallelism(%d, …) = %d, want %d", c.name, c.jobs, got, c.want)
+		}
+	}
+	if auto < 1 || auto > runtime.GOMAXPROCS(0) {
+		t.Errorf("pool.Workers = %d with GOMAXPROCS %d", auto, runtime.GOMAXPROCS(0))
 	}
 }

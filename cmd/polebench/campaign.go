@@ -19,9 +19,10 @@ import (
 const sweepSummary = "Run a spec over a grid of overrides (--vary FIELD=V1,V2,... repeatable, or a campaign file, or a shipped campaign such as fig8a): one run directory per point and repetition, results.csv, aggregate.json and figures; running the same command again resumes"
 
 func runSweep(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "SPEC|CAMPAIGN.yaml|FIG [--vary FIELD=V1,V2,...]... [--repetitions N] [--out DIR] [overrides]", sweepSummary, stderr)
+	fs := newFlags("sweep", "SPEC|CAMPAIGN.yaml|FIG [--vary FIELD=V1,V2,...]... [--repetitions N] [--out DIR] [--jobs N] [overrides]", sweepSummary, stderr)
 	out := fs.String("out", "", "campaign directory (default results/campaigns/<name>)")
 	reps := fs.Int("reps", 0, "repetitions per point (default: the campaign's, or 1)")
+	jobs := jobsFlag(fs)
 	var vary []campaign.Axis
 	fs.Func("vary", "a field and its values: FIELD=V1,V2,... (repeatable); any override field", func(v string) error {
 		f, vals, ok := strings.Cut(v, "=")
@@ -80,7 +81,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signalContext()
 	defer stop()
 	fmt.Fprintf(stdout, "campaign %s: %d points x %d repetitions into %s\n", c.Name, len(c.Points()), c.Repetitions, dir)
-	rerr := campaign.Run(ctx, c, campaign.Options{Dir: dir, Progress: stdout,
+	rerr := campaign.Run(ctx, c, campaign.Options{Dir: dir, Progress: stdout, Jobs: *jobs,
 		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	figs, perr := campaign.Draw(dir, c)
 	for _, f := range figs {
@@ -182,12 +183,13 @@ func campaignDirs(dir string) ([]string, error) {
 const reproduceSummary = "Run the paper's evaluation (Figs. 4b, 6, 7a, 7b, 7c, 8a, 8b) as campaigns and write report.md and report.html; --quick shortens runs and points (under an hour on the local backend); running it again resumes"
 
 func runReproduce(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("reproduce", "[--backend B] [--repetitions N] [--quick] [--only FIG,...] [--out DIR]", reproduceSummary, stderr)
+	fs := newFlags("reproduce", "[--backend B] [--repetitions N] [--quick] [--only FIG,...] [--out DIR] [--jobs N]", reproduceSummary, stderr)
 	out := fs.String("out", "", "directory (default results/reproduce, or results/reproduce-quick)")
 	backend := fs.String("backend", "", "backend of every run (default: the specs', local)")
 	reps := fs.Int("repetitions", 0, "runs per point (default 5, 1 with --quick)")
 	quick := fs.Bool("quick", false, "30 s runs with the crash at 15 s, fewer points, 1 repetition")
 	only := fs.String("only", "", "comma-separated figures: "+strings.Join(campaign.Figures, ", "))
+	jobs := jobsFlag(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return flagError(err)
 	}
@@ -195,7 +197,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	o := campaign.ReproduceOptions{Out: *out, Backend: *backend, Repetitions: *reps, Quick: *quick, Version: version, Progress: stdout,
+	o := campaign.ReproduceOptions{Out: *out, Backend: *backend, Repetitions: *reps, Quick: *quick, Jobs: *jobs, Version: version, Progress: stdout,
 		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if *only != "" {
 		o.Only = strings.Split(*only, ",")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/polebench/polebench/spec"
@@ -124,6 +125,21 @@ func overrideFlags(fs *flag.FlagSet) *[]spec.Setting {
 		})
 	}
 	return &sets
+}
+
+// jobsFlag registers --jobs: at most that many simulated runs at once (real ones
+// always go one at a time).
+func jobsFlag(fs *flag.FlagSet) *int {
+	jobs := 0
+	fs.Func("jobs", "at most this many simulated runs at once (default 0: one per core, as memory allows)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a whole number of runs, 0 or more")
+		}
+		jobs = n
+		return nil
+	})
+	return &jobs
 }
 
 // specArg parses args (flags anywhere, one positional SPEC), then resolves SPEC (a

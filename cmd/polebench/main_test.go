@@ -129,6 +129,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"model", "two-dc", "--bogus"}, 2, "", "flag provided but not defined: -bogus\nUsage: polebench model"},
 		{[]string{"model", bad}, 1, "", bad + ":2: repeats: unknown field"},
 		{[]string{"model", "nope"}, 1, "", "nope is neither a file nor a shipped spec"},
+		{[]string{"run", "two-dc", "--jobs", "-1"}, 2, "", `invalid value "-1" for flag -jobs: want a whole number of runs, 0 or more`},
+		{[]string{"reproduce", "--jobs", "two"}, 2, "", `invalid value "two" for flag -jobs`},
 		{[]string{"version"}, 0, "polebench dev", ""},
 		{[]string{"help"}, 0, "polebench model", ""},
 		{[]string{"--help"}, 0, "polebench version", ""},

@@ -21,13 +21,14 @@ const simSummary = "Check the replica's safety under random faults in the simula
 
 func runSim(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintf(stderr, "usage: polebench sim check [SPEC] [--seeds N] [--from S] [--out DIR] [overrides]\n\n%s\n", simSummary)
+		fmt.Fprintf(stderr, "usage: polebench sim check [SPEC] [--seeds N] [--from S] [--out DIR] [--jobs N] [overrides]\n\n%s\n", simSummary)
 		return errUsage
 	}
-	fs := newFlags("sim check", "[SPEC] [--seeds N] [--from S] [--out DIR] [overrides]", simSummary, stderr)
+	fs := newFlags("sim check", "[SPEC] [--seeds N] [--from S] [--out DIR] [--jobs N] [overrides]", simSummary, stderr)
 	seeds := fs.Int("seeds", 100, "how many seeds to run")
 	from := fs.Uint64("from", 1, "first seed (a failure prints its seed: --from S --seeds 1 replays it)")
 	out := fs.String("out", filepath.Join("results", "sim-check"), "where a failing seed's run directory goes")
+	jobs := jobsFlag(fs)
 	disk := fs.Duration("disk-latency", sim.SyncDiskLatency, "how long a server's log write takes (fsync on: wider windows for a kill to find work in progress)")
 	sets := overrideFlags(fs)
 	// The schedule is random and the verdict is safety, not latency: the spec's crash
@@ -88,6 +89,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	}
 	// Seeds run on every core; their outcomes are reported in seed order.
 	workers := min(runtime.GOMAXPROCS(0), *seeds)
+	if *jobs > 0 {
+		workers = min(workers, *jobs)
+	}
 	line := progress.New(stdout)
 	t0 := time.Now()
 	failed, done := 0, 0
