@@ -50,13 +50,17 @@ func Ordered[T any](ctx context.Context, n, workers int, job func(i int) T, done
 	}
 }
 
-// Workers is how many jobs that each hold up to perJob bytes can run at once here:
-// one per core, as many as the memory the kernel says is available holds, at least
-// one. A 64-core machine with 16 GiB should not start 64 simulations of 1 GiB each.
-func Workers(perJob uint64) int {
+// Workers is how many jobs that each hold up to perJob bytes (0: no matter) can run
+// at once here: one per core, as many as the memory the kernel says is available
+// holds, no more than limit if limit > 0, and at least one. A 64-core machine with
+// 16 GiB should not start 64 simulations of 1 GiB each.
+func Workers(perJob uint64, limit int) int {
 	n := runtime.GOMAXPROCS(0)
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if avail, ok := memAvailable(string(b)); ok && perJob > 0 {
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil && perJob > 0 {
+		if avail, ok := memAvailable(string(b)); ok {
 			n = min(n, int(avail/perJob))
 		}
 	}

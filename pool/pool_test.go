@@ -101,10 +101,21 @@ func TestMemAvailable(t *testing.T) {
 			t.Errorf("memAvailable(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
 		}
 	}
-	if w := Workers(1 << 62); w != 1 {
-		t.Errorf("Workers(4 EiB each) = %d, want 1", w)
-	}
-	if w := Workers(1); w != runtime.GOMAXPROCS(0) {
-		t.Errorf("Workers(1 byte each) = %d, want GOMAXPROCS %d", w, runtime.GOMAXPROCS(0))
+	procs := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		perJob uint64
+		limit  int
+		want   int
+	}{
+		{1 << 62, 0, 1}, // 4 EiB each
+		{1, 0, procs},
+		{0, 0, procs},
+		{0, 1, 1},
+		{0, procs + 3, procs},
+		{1 << 62, 5, 1},
+	} {
+		if w := Workers(c.perJob, c.limit); w != c.want {
+			t.Errorf("Workers(%d, %d) = %d, want %d", c.perJob, c.limit, w, c.want)
+		}
 	}
 }

@@ -22,10 +22,7 @@ func Parallelism(jobs int, sps ...*spec.Spec) int {
 		}
 		most = max(most, simMemory(sp))
 	}
-	if n := pool.Workers(most); jobs <= 0 || n < jobs {
-		return n
-	}
-	return jobs
+	return pool.Workers(most, jobs)
 }
 
 // simMemory bounds what a simulated run holds at its peak, from `/usr/bin/time -f %M

@@ -744,7 +744,7 @@ func TestParallelism(t *testing.T) {
 	sim := specFor(t, "two-dc", "backend=sim")
 	local := specFor(t, "two-dc")
 	huge := specFor(t, "two-dc", "backend=sim", "preload-mb=100000000") // 3 PB: more than any machine
-	auto := pool.Workers(simMemory(sim))
+	auto := pool.Workers(simMemory(sim), 0)
 	for _, c := range []struct {
 		name string
 		jobs int

@@ -380,19 +380,20 @@ func (m *MemSnapshots) Create(zxid zab.Zxid) (SnapshotSink, error) {
 // Grow makes room for n bytes (SaveView passes the tree's size): in the spare buffer
 // if it is large enough, else in one allocation rather than by doubling.
 func (k *memSink) Grow(n int) {
+	if k.buf.Len() > 0 {
+		k.buf.Grow(n)
+		return
+	}
 	k.m.mu.Lock()
-	defer k.m.mu.Unlock()
-	if k.buf.Len() == 0 && cap(k.m.spare) >= n {
-		k.buf = *bytes.NewBuffer(k.m.spare[:0])
+	b := k.m.spare
+	if cap(b) >= n {
 		k.m.spare = nil
-		return
-	}
-	if k.buf.Len() == 0 {
+	} else {
 		// make, unlike bytes.Buffer's growth, does not clear memory fresh from the kernel.
-		k.buf = *bytes.NewBuffer(make([]byte, 0, n))
-		return
+		b = make([]byte, 0, n)
 	}
-	k.buf.Grow(n)
+	k.m.mu.Unlock()
+	k.buf = *bytes.NewBuffer(b[:0])
 }
 
 func (k *memSink) Write(p []byte) (int, error) {

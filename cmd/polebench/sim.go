@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/polebench/polebench/analysis"
@@ -88,10 +87,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		unsafe, stuck error
 	}
 	// Seeds run on every core; their outcomes are reported in seed order.
-	workers := min(runtime.GOMAXPROCS(0), *seeds)
-	if *jobs > 0 {
-		workers = min(workers, *jobs)
-	}
+	workers := min(pool.Workers(0, *jobs), *seeds)
 	line := progress.New(stdout)
 	t0 := time.Now()
 	failed, done := 0, 0
