@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // Op is one state operation. Which fields matter depends on Type:
@@ -114,7 +115,7 @@ func appendOp(b []byte, op *Op) []byte {
 // not validated here: Apply does that, deterministically, as BadArguments.
 func (t *Txn) Unmarshal(b []byte) error { return t.unmarshal(b, false) }
 
-// UnmarshalShared is Unmarshal without copies: the byte fields of t alias b, which
+// UnmarshalShared is Unmarshal without copies: the byte and path fields of t alias b, which
 // must never change afterwards. Committed transactions are such buffers (zab and
 // storage allocate each one and never write to it again), and a replica applies
 // every one of them: a copy per transaction per replica is what this saves.
@@ -239,6 +240,16 @@ func (d *decoder) bytes(field string) []byte {
 	return append([]byte(nil), p...) // the tree keeps it; do not alias the caller's buffer
 }
 
+// path decodes a path; shared, it aliases the buffer as the byte fields do (a
+// string per transaction per replica was the decoding's main allocation).
+func (d *decoder) path() string {
+	p := d.bytes("path")
+	if d.shared && len(p) > 0 {
+		return unsafe.String(&p[0], len(p))
+	}
+	return string(p)
+}
+
 func (d *decoder) op(op *Op, top bool) {
 	op.Type = OpType(d.byte("op type"))
 	if d.err != nil {
@@ -246,17 +257,17 @@ func (d *decoder) op(op *Op, top bool) {
 	}
 	switch op.Type {
 	case OpCreate:
-		op.Path = string(d.bytes("path"))
+		op.Path = d.path()
 		op.Mode = CreateMode(d.byte("mode"))
 		if d.err == nil && !op.Mode.valid() {
 			d.fail("mode", fmt.Errorf("unknown create mode %d", op.Mode))
 		}
 		op.Data = d.bytes("data")
 	case OpDelete, OpCheck:
-		op.Path = string(d.bytes("path"))
+		op.Path = d.path()
 		op.Version = d.int32("version")
 	case OpSetData:
-		op.Path = string(d.bytes("path"))
+		op.Path = d.path()
 		op.Version = d.int32("version")
 		op.Data = d.bytes("data")
 	case OpCreateSession, OpCloseSession, OpNoop, OpMulti:

@@ -286,36 +286,11 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		d.io.Fail(err)
 		return
 	}
-	// A write's result is in the Ready that commits it: match them as they apply.
-	results := make([]datatree.Result, len(rd.Results))
+	results := make([]datatree.Result, len(rd.Results)) // no allocation for none
 	found := make([]bool, len(rd.Results))
-	next := 0 // the next successful result; their zxids ascend as Committed's do
-	skip := func() {
-		for next < len(rd.Results) && rd.Results[next].Err != nil {
-			next++
-		}
+	if installed != nil || len(rd.Committed) > 0 { // most Readies only send or persist
+		d.apply(rd, installed, results, found)
 	}
-	skip()
-	d.mu.Lock()
-	if installed != nil {
-		d.tree = installed
-		d.log.Info("installed snapshot", "zxid", installed.LastZxid(), "nodes", installed.NodeCount())
-	}
-	for _, t := range rd.Committed {
-		var txn datatree.Txn
-		if err := txn.UnmarshalShared(t.Data); err != nil { // a committed txn's bytes never change
-			d.log.Error("undecodable committed txn", "zxid", t.Zxid, "err", err)
-			continue
-		}
-		res := d.tree.Apply(t.Zxid, txn)
-		if next < len(rd.Results) && rd.Results[next].Zxid == t.Zxid {
-			results[next], found[next] = res, true
-			next++
-			skip()
-		}
-		d.io.Applied(txn, res)
-	}
-	d.mu.Unlock()
 	d.tr.applied(rd, d.bcast.Status())
 	for i, r := range rd.Results {
 		done, ok := d.pending[r.ReqID]
@@ -359,6 +334,39 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		}
 	}
 	d.bcast.Advance()
+}
+
+// apply installs the snapshot a Ready completed, if any, and applies its committed
+// transactions; a write's result is in the Ready that commits it: results and found
+// (as long as rd.Results) get each one's as they apply.
+func (d *Driver) apply(rd zab.Ready, installed *datatree.Tree, results []datatree.Result, found []bool) {
+	next := 0 // the next successful result; their zxids ascend as Committed's do
+	skip := func() {
+		for next < len(rd.Results) && rd.Results[next].Err != nil {
+			next++
+		}
+	}
+	skip()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if installed != nil {
+		d.tree = installed
+		d.log.Info("installed snapshot", "zxid", installed.LastZxid(), "nodes", installed.NodeCount())
+	}
+	for _, t := range rd.Committed {
+		var txn datatree.Txn
+		if err := txn.UnmarshalShared(t.Data); err != nil { // a committed txn's bytes never change
+			d.log.Error("undecodable committed txn", "zxid", t.Zxid, "err", err)
+			continue
+		}
+		res := d.tree.Apply(t.Zxid, txn)
+		if next < len(rd.Results) && rd.Results[next].Zxid == t.Zxid {
+			results[next], found[next] = res, true
+			next++
+			skip()
+		}
+		d.io.Applied(txn, res)
+	}
 }
 
 // FailPending answers every write still waiting with err.

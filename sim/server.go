@@ -265,12 +265,11 @@ type delivery struct {
 // send puts d (an election payload or a broadcast message) of size bytes on the link
 // to d.to: it departs when the window lets it (until then it dies with the sender)
 // and arrives after the link's delay, in order.
-func (v *server) send(d *delivery, ch channel, size int) {
+func (v *server) send(d delivery, ch channel, size int) {
 	s := v.s
 	d.key = linkKey{v.id, d.to.id, ch}
 	ls := s.link(d.key)
 	if !d.to.up || ls.cut {
-		s.freeDelivery(d)
 		return
 	}
 	i := d.key.index(len(s.servers) - 1)
@@ -279,7 +278,6 @@ func (v *server) send(d *delivery, ch channel, size int) {
 		var err error
 		if line, err = s.cfg.Plan.DelayLine(v.id, d.to.id); err != nil {
 			s.fail(err)
-			s.freeDelivery(d)
 			return
 		}
 		v.lines[i] = line
@@ -362,9 +360,7 @@ func (v *server) rtts() map[string]float64 {
 type serverIO server
 
 func (io *serverIO) SendElection(to int, b []byte) {
-	d := io.s.newDelivery()
-	d.to, d.election = io.s.servers[to], b
-	(*server)(io).send(d, chElection, len(b))
+	(*server)(io).send(delivery{to: io.s.servers[to], election: b}, chElection, len(b))
 }
 
 // SendZab carries the message itself, not its encoding (the codec has its own tests
@@ -373,9 +369,7 @@ func (io *serverIO) SendElection(to int, b []byte) {
 // truncate the array they share while the message is in flight.
 func (io *serverIO) SendZab(m zab.Message) {
 	m.Entries = slices.Clone(m.Entries)
-	d := io.s.newDelivery()
-	d.to, d.zab = io.s.servers[m.To], m
-	(*server)(io).send(d, chBroadcast, m.EncodedSize())
+	(*server)(io).send(delivery{to: io.s.servers[m.To], zab: m}, chBroadcast, m.EncodedSize())
 }
 
 // SendSnapshot streams the view in chunks on the broadcast link at once: the link's
@@ -390,8 +384,7 @@ func (io *serverIO) SendSnapshot(m zab.Message, view *datatree.View) {
 	w, err := zab.NewChunkWriter(m, snapChunk, func(c zab.Message) error {
 		c.Data = slices.Clone(c.Data) // the writer reuses it; the link carries the message
 		written += len(c.Data)
-		d := s.newDelivery()
-		d.to, d.zab, d.sent = s.servers[c.To], c, start+rateCost(written, s.cfg.SnapshotWriteRate)
+		d := delivery{to: s.servers[c.To], zab: c, sent: start + rateCost(written, s.cfg.SnapshotWriteRate)}
 		(*server)(io).send(d, chBroadcast, c.EncodedSize())
 		return nil
 	})

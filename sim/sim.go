@@ -152,8 +152,7 @@ type Sim struct {
 	links   []linkState // by linkKey.index
 	// lq holds each link's messages in flight, in order: the event queue holds only
 	// each link's first (a link delivers in order, as TCP does).
-	lq   []linkQueue
-	free []*delivery
+	lq []linkQueue
 
 	start   int64 // when the load started
 	harness []analysis.Record
@@ -309,29 +308,16 @@ func (q *eventQueue) pop() simEvent {
 	return top
 }
 
-// newDelivery and freeDelivery recycle deliveries: one per message in flight, they
-// were most of what the simulator allocated.
-func (s *Sim) newDelivery() *delivery {
-	if n := len(s.free); n > 0 {
-		d := s.free[n-1]
-		s.free = s.free[:n-1]
-		return d
-	}
-	return new(delivery)
-}
-
-func (s *Sim) freeDelivery(d *delivery) {
-	*d = delivery{}
-	s.free = append(s.free, d)
-}
-
+// linkQueue holds a link's messages in flight, in order, by value: a run's millions
+// of deliveries were as many objects to allocate and, scattered over the heap, as
+// many cache misses to step through.
 type linkQueue struct {
-	ds   []*delivery
+	ds   []delivery
 	head int
 }
 
 // enqueue puts d on link i; the link gets an event if d is its first message.
-func (s *Sim) enqueue(i int, d *delivery) {
+func (s *Sim) enqueue(i int, d delivery) {
 	q := &s.lq[i]
 	q.ds = append(q.ds, d)
 	if len(q.ds)-q.head == 1 {
@@ -344,22 +330,22 @@ func (s *Sim) enqueue(i int, d *delivery) {
 // schedules the next.
 func (s *Sim) arrive(i int) {
 	q := &s.lq[i]
-	d := q.ds[q.head]
-	if !d.arrive() {
+	// Receiving sends on other links only, so q.ds keeps its array meanwhile.
+	if d := &q.ds[q.head]; !d.arrive() {
 		s.seq++
 		s.queue.push(simEvent{at: d.to.busy, seq: s.seq, link: i + 1})
 		return
 	}
-	q.ds[q.head] = nil
-	s.freeDelivery(d)
+	q.ds[q.head] = delivery{} // let its message's data go
 	q.head++
 	if q.head == len(q.ds) {
 		q.ds, q.head = q.ds[:0], 0
 		return
 	}
 	if q.head > 64 && q.head > len(q.ds)/2 {
-		q.ds = q.ds[:copy(q.ds, q.ds[q.head:])]
-		q.head = 0
+		n := copy(q.ds, q.ds[q.head:])
+		clear(q.ds[n:])
+		q.ds, q.head = q.ds[:n], 0
 	}
 	s.seq++
 	s.queue.push(simEvent{at: max(q.ds[q.head].at, s.now), seq: s.seq, link: i + 1})
