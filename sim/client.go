@@ -105,7 +105,7 @@ func (s *Sim) pace(c *dcClient) {
 	s.at(s.start+int64(at), func() {
 		c.seq++
 		r := &request{s: s, id: workload.RequestID(c.index, c.seq), dc: c}
-		r.rec = workload.Record{ID: r.id, DC: c.name, Key: workload.KeyPath(keyPrefix, c.keyRng.IntN(s.cfg.Keys)),
+		r.rec = workload.Record{ID: r.id, DC: c.name, Key: s.keys[c.keyRng.IntN(s.cfg.Keys)],
 			Intended: at, Sent: -1, Version: -1}
 		r.value = workload.Value(s.runID, r.id, s.cfg.PayloadBytes)
 		s.reqs = append(s.reqs, r)
@@ -232,7 +232,7 @@ func (s *Sim) createKeys(ctx context.Context, leader *server) error {
 	}
 	init := workload.Value(s.runID, 0, s.cfg.PayloadBytes)
 	for i := range s.cfg.Keys {
-		submit(datatree.Create(workload.KeyPath(keyPrefix, i), init, 0))
+		submit(datatree.Create(s.keys[i], init, 0))
 	}
 	leader.drain()
 	if !s.runWhile(ctx, func() bool { return pending > 0 }, time.Millisecond, time.Minute) || failed != nil {

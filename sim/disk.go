@@ -88,7 +88,9 @@ func (d *disk) settle(now int64) {
 	for ; i < len(d.syncs) && d.syncs[i].at <= now; i++ {
 		d.log.SyncThrough(d.syncs[i].through)
 	}
-	d.syncs = d.syncs[i:]
+	if i > 0 { // in place: a sync per write would otherwise allocate as the slice walks on
+		d.syncs = d.syncs[:copy(d.syncs, d.syncs[i:])]
+	}
 }
 
 // crash is a kill at now: the syncs complete by then stay, the rest and the process's

@@ -265,7 +265,7 @@ type delivery struct {
 // send puts d (an election payload or a broadcast message) of size bytes on the link
 // to d.to: it departs when the window lets it (until then it dies with the sender)
 // and arrives after the link's delay, in order.
-func (v *server) send(d delivery, ch channel, size int) {
+func (v *server) send(d *delivery, ch channel, size int) {
 	s := v.s
 	d.key = linkKey{v.id, d.to.id, ch}
 	ls := s.link(d.key)
@@ -336,7 +336,7 @@ func (v *server) finals(keys int) []workload.Final {
 	var out []workload.Final
 	v.d.Read(func(t *datatree.Tree) {
 		for i := range keys {
-			k := workload.KeyPath(keyPrefix, i)
+			k := v.s.keys[i]
 			data, st, err := t.Get(k)
 			out = append(out, workload.Final{Server: v.id, Key: k, Data: data, Mzxid: st.Mzxid, Version: st.Version, Err: err})
 		}
@@ -360,7 +360,7 @@ func (v *server) rtts() map[string]float64 {
 type serverIO server
 
 func (io *serverIO) SendElection(to int, b []byte) {
-	(*server)(io).send(delivery{to: io.s.servers[to], election: b}, chElection, len(b))
+	(*server)(io).send(&delivery{to: io.s.servers[to], election: b}, chElection, len(b))
 }
 
 // SendZab carries the message itself, not its encoding (the codec has its own tests
@@ -369,7 +369,7 @@ func (io *serverIO) SendElection(to int, b []byte) {
 // truncate the array they share while the message is in flight.
 func (io *serverIO) SendZab(m zab.Message) {
 	m.Entries = slices.Clone(m.Entries)
-	(*server)(io).send(delivery{to: io.s.servers[m.To], zab: m}, chBroadcast, m.EncodedSize())
+	(*server)(io).send(&delivery{to: io.s.servers[m.To], zab: m}, chBroadcast, m.EncodedSize())
 }
 
 // SendSnapshot streams the view in chunks on the broadcast link at once: the link's
@@ -385,7 +385,7 @@ func (io *serverIO) SendSnapshot(m zab.Message, view *datatree.View) {
 		c.Data = slices.Clone(c.Data) // the writer reuses it; the link carries the message
 		written += len(c.Data)
 		d := delivery{to: s.servers[c.To], zab: c, sent: start + rateCost(written, s.cfg.SnapshotWriteRate)}
-		(*server)(io).send(d, chBroadcast, c.EncodedSize())
+		(*server)(io).send(&d, chBroadcast, c.EncodedSize())
 		return nil
 	})
 	if err == nil {

@@ -368,11 +368,11 @@ func (n *Node) propose(origin int, reqID uint64, data []byte) {
 	}
 	prev := n.hist.last()
 	ls.counter++
-	e := Entry{Txn: Txn{Zxid: MakeZxid(n.epoch, ls.counter), Data: data}, Origin: origin, ReqID: reqID}
-	if err := n.appendEntries([]Entry{e}); err != nil {
+	// One array for the history's copy and the proposals (appendEntries keeps none).
+	es := []Entry{{Txn: Txn{Zxid: MakeZxid(n.epoch, ls.counter), Data: data}, Origin: origin, ReqID: reqID}}
+	if err := n.appendEntries(es); err != nil {
 		panic(fmt.Sprintf("zab: leader's own proposal: %v", err)) // a bug, not an input
 	}
-	es := []Entry{e}
 	for _, p := range ls.peers {
 		if p.phase >= pSyncing {
 			n.send(Message{Type: MsgProposal, To: p.id, Epoch: n.epoch, Zxid: prev, Entries: es})

@@ -102,6 +102,8 @@ type Node struct {
 
 	// Persistence: operations are numbered; durSeq of them are durable.
 	ops      []Op
+	opsSpare []Op  // the array of the Ready before last, reused as spare is
+	comSpare []Txn // the same for Committed
 	opSeq    uint64
 	durSeq   uint64
 	durLast  Zxid // every entry of hist up to durLast is durable
@@ -362,11 +364,13 @@ func (n *Node) Ready() Ready {
 	n.flushCommits()
 	var rd Ready
 	rd.Messages = n.takeMessages()
-	rd.Persist, n.ops = n.ops, nil
+	clear(n.opsSpare) // what the Ready before last persisted may go
+	rd.Persist, n.ops, n.opsSpare = n.ops, n.opsSpare[:0], n.ops
 	n.inflight = inflight{on: true, seq: n.opSeq, last: n.hist.last(), hs: n.hs}
 	if upto := n.committable(); upto > n.applied {
 		ents := n.hist.through(n.applied, upto)
-		rd.Committed = make([]Txn, 0, len(ents))
+		clear(n.comSpare)
+		rd.Committed = n.comSpare[:0]
 		for _, e := range ents {
 			rd.Committed = append(rd.Committed, e.Txn)
 			if e.Origin == n.id && n.pending[e.ReqID] {
@@ -375,6 +379,9 @@ func (n *Node) Ready() Ready {
 			}
 			n.applied = e.Zxid
 		}
+	}
+	if rd.Committed != nil {
+		n.comSpare = rd.Committed
 	}
 	rd.Results, n.results = n.results, nil
 	rd.Events, n.events = n.events, nil

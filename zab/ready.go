@@ -23,8 +23,9 @@ import (
 //     log holds the transaction, an ACKEPOCH after the epoch is stored) come in a
 //     later Ready, after Advance.
 //
-// The Messages slice is the core's and valid until the next call to Ready: keep the
-// messages (they are values), not the slice.
+// The Messages, Persist and Committed slices are the core's and valid until the next
+// call to Ready: keep their elements (values, and operations the core never changes),
+// not the slices.
 type Ready struct {
 	Messages  []Message
 	Persist   []Op
