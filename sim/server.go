@@ -365,10 +365,9 @@ func (io *serverIO) SendElection(to int, b []byte) {
 
 // SendZab carries the message itself, not its encoding (the codec has its own tests
 // and fuzzing; encoding every message was most of the simulator's time), charging
-// the link its encoded size. The entries are copied: the sender's history may
-// truncate the array they share while the message is in flight.
+// the link its encoded size. Its entries need no copy: the core never changes a
+// message's entries (zab.Message).
 func (io *serverIO) SendZab(m zab.Message) {
-	m.Entries = slices.Clone(m.Entries)
 	(*server)(io).send(&delivery{to: io.s.servers[m.To], zab: m}, chBroadcast, m.EncodedSize())
 }
 

@@ -117,3 +117,33 @@ func TestHistoryIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffEntriesAreTheirOwn: a DIFF's entries stay as sent when the sender's history
+// truncates and grows again over the array they came from (simulated links carry
+// messages, not encodings).
+func TestDiffEntriesAreTheirOwn(t *testing.T) {
+	n, err := New(DefaultConfig(1, []int{1, 2, 3}, 50*time.Millisecond), Persisted{
+		HardState: HardState{AcceptedEpoch: 1, CurrentEpoch: 1},
+		Log:       []Txn{{Zxid: z(1, 1), Data: []byte("a")}, {Zxid: z(1, 2), Data: []byte("b")}, {Zxid: z(1, 3), Data: []byte("c")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.sendHistory(2, Summary{Last: 0})
+	var diff *Message
+	for i := range n.msgs {
+		if n.msgs[i].Type == MsgDiff {
+			diff = &n.msgs[i]
+		}
+	}
+	if diff == nil || len(diff.Entries) != 3 {
+		t.Fatalf("want one DIFF of 3 entries, got %v", n.msgs)
+	}
+	n.hist.truncate(z(1, 1))
+	if err := n.hist.append([]Entry{{Txn: Txn{Zxid: z(2, 1), Data: []byte("x")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := diff.Entries[1]; got.Zxid != z(1, 2) || string(got.Data) != "b" {
+		t.Errorf("the DIFF's second entry changed under it: %v %q", got.Zxid, got.Data)
+	}
+}

@@ -84,7 +84,9 @@ func (s Summary) has(z Zxid) bool {
 }
 
 // Message is one peer message; which fields count depends on Type (see the
-// constants). Use MarshalBinary / UnmarshalBinary to put it on a wire.
+// constants). Use MarshalBinary / UnmarshalBinary to put it on a wire. The core never
+// changes the Entries of a message it sent (the messages of one proposal share them),
+// so a simulator's links may carry messages as they are.
 type Message struct {
 	Type         MsgType
 	From, To     int

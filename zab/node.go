@@ -102,8 +102,9 @@ type Node struct {
 
 	// Persistence: operations are numbered; durSeq of them are durable.
 	ops      []Op
-	opsSpare []Op  // the array of the Ready before last, reused as spare is
-	comSpare []Txn // the same for Committed
+	opsSpare []Op      // the array of the Ready before last, reused as spare is
+	appends  []*Append // its Appends, reused with their arrays
+	comSpare []Txn     // the same for Committed
 	opSeq    uint64
 	durSeq   uint64
 	durLast  Zxid // every entry of hist up to durLast is durable
@@ -364,7 +365,14 @@ func (n *Node) Ready() Ready {
 	n.flushCommits()
 	var rd Ready
 	rd.Messages = n.takeMessages()
-	clear(n.opsSpare) // what the Ready before last persisted may go
+	for _, op := range n.opsSpare { // what the Ready before last persisted may go
+		if a, ok := op.(*Append); ok {
+			clear(a.Txns)
+			a.Txns = a.Txns[:0]
+			n.appends = append(n.appends, a)
+		}
+	}
+	clear(n.opsSpare)
 	rd.Persist, n.ops, n.opsSpare = n.ops, n.opsSpare[:0], n.ops
 	n.inflight = inflight{on: true, seq: n.opSeq, last: n.hist.last(), hs: n.hs}
 	if upto := n.committable(); upto > n.applied {
@@ -404,7 +412,7 @@ func (n *Node) takeMessages() []Message {
 		if slot.take == n.takes {
 			if p := &out[slot.at]; m.Type == MsgProposal && p.Type == MsgProposal && p.Epoch == m.Epoch &&
 				p.Entries[len(p.Entries)-1].Zxid == m.Zxid {
-				if !slot.owned { // the first merge copies: the entries may share the history's array
+				if !slot.owned { // the first merge copies: a proposal's entries are every peer's
 					p.Entries = slices.Clip(p.Entries)
 					slot.owned = true
 				}
@@ -484,17 +492,21 @@ func (n *Node) appendEntries(es []Entry) error {
 	if err := n.hist.append(es); err != nil || len(es) == 0 {
 		return err
 	}
-	txns := make([]Txn, len(es))
-	for i, e := range es {
-		txns[i] = e.Txn
-	}
+	var a *Append
 	if len(n.ops) > 0 {
-		if a, ok := n.ops[len(n.ops)-1].(*Append); ok {
-			a.Txns = append(a.Txns, txns...)
-			return nil
-		}
+		a, _ = n.ops[len(n.ops)-1].(*Append)
 	}
-	n.persist(&Append{Txns: txns})
+	if a == nil {
+		if k := len(n.appends); k > 0 {
+			a, n.appends = n.appends[k-1], n.appends[:k-1]
+		} else {
+			a = &Append{}
+		}
+		n.persist(a)
+	}
+	for _, e := range es {
+		a.Txns = append(a.Txns, e.Txn)
+	}
 	return nil
 }
 
@@ -596,7 +608,9 @@ func (n *Node) sendHistory(to int, r Summary) syncPlan {
 			size += len(ents[k].Data)
 			k++
 		}
-		n.send(Message{Type: MsgDiff, To: to, Epoch: n.epoch, Zxid: prev, Entries: ents[:k:k]})
+		// A copy: the history's array changes when it truncates, a message's entries
+		// never do (a simulator's links carry them as they are).
+		n.send(Message{Type: MsgDiff, To: to, Epoch: n.epoch, Zxid: prev, Entries: slices.Clone(ents[:k])})
 		if k > 0 {
 			prev = ents[k-1].Zxid
 		}
