@@ -44,7 +44,6 @@ type request struct {
 	id    uint64
 	dc    *dcClient
 	rec   workload.Record
-	value []byte
 	rng   *rand.Rand // re-picks only
 	ended bool
 }
@@ -107,7 +106,6 @@ func (s *Sim) pace(c *dcClient) {
 		r := &request{s: s, id: workload.RequestID(c.index, c.seq), dc: c}
 		r.rec = workload.Record{ID: r.id, DC: c.name, Key: s.keys[c.keyRng.IntN(s.cfg.Keys)],
 			Intended: at, Sent: -1, Version: -1}
-		r.value = workload.Value(s.runID, r.id, s.cfg.PayloadBytes)
 		s.reqs = append(s.reqs, r)
 		s.open++
 		r.try(c.pick(c.pickRng))
@@ -190,7 +188,6 @@ func (r *request) end(o workload.Outcome, msg string, st datatree.Stat) {
 	}
 	r.ended = true
 	r.s.open--
-	r.value = nil // a kilobyte a request, the run long
 	r.rec.Outcome, r.rec.Err = o, msg
 	r.rec.Done = r.s.since()
 	if o == workload.OK {

@@ -485,7 +485,9 @@ func (v *server) submit(r *request) {
 		if !v.alive(inc) || v.inflight[r.id] != r {
 			return
 		}
-		txn := datatree.Txn{Time: s.wall().UnixMilli(), Op: datatree.SetData(r.rec.Key, r.value, -1)}
+		// The value is built in one buffer: Submit marshals the write at once.
+		s.value = workload.AppendValue(s.value[:0], s.runID, r.id, s.cfg.PayloadBytes)
+		txn := datatree.Txn{Time: s.wall().UnixMilli(), Op: datatree.SetData(r.rec.Key, s.value, -1)}
 		v.d.Submit(txn, true, func(o zkserver.Outcome) {
 			if v.inflight[r.id] != r {
 				return

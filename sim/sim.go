@@ -161,6 +161,7 @@ type Sim struct {
 	open    int // requests not ended yet
 	runID   string
 	keys    []string // the keyspace's paths, made once (a Sprintf per request was 3 % of a run)
+	value   []byte   // the value being submitted
 	err     error
 }
 

@@ -8,6 +8,12 @@ import "time"
 // Value is the value request id of run writes: a header naming both, padded to size.
 func Value(run string, id uint64, size int) []byte { return encodeValue(run, id, size) }
 
+// AppendValue is Value appended to b: a simulator that marshals the write at once
+// can build every value in one buffer.
+func AppendValue(b []byte, run string, id uint64, size int) []byte {
+	return appendValue(b, run, id, size)
+}
+
 // Seeds are the random sources of one DC's pacer, derived from the run's seed and the
 // DC's name as a real run derives them: arrivals, keys, and the first server pick.
 func Seeds(seed uint64, dc string) (arrival, key, pick uint64) {

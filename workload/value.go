@@ -14,17 +14,19 @@ import (
 func KeyPath(prefix string, i int) string { return fmt.Sprintf("%s/k%05d", prefix, i) }
 
 func encodeValue(run string, id uint64, size int) []byte {
-	b := make([]byte, 0, max(size, 64))
+	return appendValue(make([]byte, 0, max(size, 64)), run, id, size)
+}
+
+// appendValue appends the value to b (b's own bytes do not count towards size).
+func appendValue(b []byte, run string, id uint64, size int) []byte {
+	size += len(b)
 	b = append(b, "pb "...)
 	b = append(b, run...)
 	b = append(b, ' ')
 	b = strconv.AppendUint(b, id, 10)
 	b = append(b, '\n')
-	if n := len(b); n < size {
-		b = b[:size]
-		for n < size {
-			n += copy(b[n:], padding)
-		}
+	for len(b) < size {
+		b = append(b, padding[:min(len(padding), size-len(b))]...)
 	}
 	return b
 }
