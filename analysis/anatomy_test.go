@@ -135,11 +135,16 @@ func TestAnatomize(t *testing.T) {
 	}
 }
 
-// TestZxidIndex: zxids in any order, in several epochs, from any counter, each get
-// their own array; one never written is not there.
-func TestZxidIndex(t *testing.T) {
-	var x zxidIndex
+// TestZxidTable: zxids in any order, in several epochs, from any counter, one epoch
+// spread too far for a slice, each get their own slot; one never covered is not
+// there, one covered but never set is zero.
+func TestZxidTable(t *testing.T) {
+	var x zxidTable[[1]int64]
 	zs := []uint64{0x1_00000005, 0x1_00000003, 0x2_fffffff0, 0x1_00000009, 0x2_00000001, 0x1_00000004}
+	for _, z := range zs {
+		x.cover(z)
+	}
+	x.alloc()
 	for i, z := range zs {
 		x.slot(z)[0] = int64(i + 1)
 	}
@@ -151,9 +156,12 @@ func TestZxidIndex(t *testing.T) {
 			t.Errorf("zxid %#x: slot made it again", z)
 		}
 	}
-	for _, z := range []uint64{0x1_00000006, 0x1_00000002, 0x3_00000005, 0x2_00000002, 0} {
+	for _, z := range []uint64{0x1_00000002, 0x1_0000000a, 0x3_00000005, 0x2_00000002, 0} {
 		if a := x.get(z); a != nil {
-			t.Errorf("zxid %#x: %v, never written", z, a)
+			t.Errorf("zxid %#x: %v, never covered", z, a)
 		}
+	}
+	if a := x.get(0x1_00000006); a == nil || a[0] != 0 {
+		t.Errorf("zxid 0x100000006, covered, never set: %v, want [0]", a)
 	}
 }

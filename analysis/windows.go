@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/polebench/polebench/workload"
@@ -96,35 +95,57 @@ type LatencyStats struct {
 // Latencies returns each DC's latency stats in w, and the stats of all DCs under All.
 // A DC with no request in w has no entry.
 func Latencies(recs []workload.Record, w Window) map[string]LatencyStats {
-	samples := map[string][]float64{}
-	out := map[string]LatencyStats{}
-	for _, r := range recs {
+	type bucket struct {
+		st LatencyStats
+		ds []time.Duration
+	}
+	buckets := map[string]*bucket{}
+	bucketOf := func(k string) *bucket {
+		b := buckets[k]
+		if b == nil {
+			b = &bucket{}
+			buckets[k] = b
+		}
+		return b
+	}
+	var lastDC string
+	var dcB, allB *bucket
+	for i := range recs {
+		r := &recs[i]
 		if !w.contains(r.Intended) {
 			continue
 		}
-		for _, k := range []string{r.DC, All} {
-			st := out[k]
+		if dcB == nil || r.DC != lastDC {
+			lastDC, dcB = r.DC, bucketOf(r.DC)
+		}
+		if allB == nil {
+			allB = bucketOf(All)
+		}
+		for _, b := range [2]*bucket{dcB, allB} {
 			switch r.Outcome {
 			case workload.OK:
-				samples[k] = append(samples[k], ms(r.Latency()))
+				b.ds = append(b.ds, r.Latency())
 			case workload.Failed:
-				st.Failed++
+				b.st.Failed++
 			default:
-				st.Unknown++
+				b.st.Unknown++
 			}
-			out[k] = st
 		}
 	}
-	for k, st := range out {
-		xs := samples[k]
-		slices.Sort(xs)
-		st.Count = len(xs)
-		if len(xs) > 0 {
+	// Sorted as durations: ms is monotonic, so their ms come out in the order sorting
+	// the floats would give, at a fraction of the cost.
+	out := make(map[string]LatencyStats, len(buckets))
+	var buf []time.Duration
+	for k, b := range buckets {
+		buf = sortDurations(b.ds, buf)
+		st := b.st
+		st.Count = len(b.ds)
+		if n := len(b.ds); n > 0 {
 			var sum float64
-			for _, x := range xs {
-				sum += x
+			for _, d := range b.ds {
+				sum += ms(d)
 			}
-			st.Mean, st.P50, st.P99, st.Max = sum/float64(len(xs)), Quantile(xs, 0.5), Quantile(xs, 0.99), xs[len(xs)-1]
+			st.Mean, st.P50, st.P99, st.Max = sum/float64(n), ms(b.ds[rank(n, 0.5)]), ms(b.ds[rank(n, 0.99)]), ms(b.ds[n-1])
 		}
 		out[k] = st
 	}

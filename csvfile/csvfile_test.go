@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -132,6 +133,7 @@ func TestWriteMatchesEncodingCSV(t *testing.T) {
 		{"1", "", "plain"},
 		{"", ""},
 		{"a,b", `say "hi"`, "two\nlines", "cr\rhere", " lead", "\tlead", `\.`, "trail ", "ünï"},
+		{"\vlead", "\flead", "\u00a0lead", "\u0085lead", "\u2003lead", "ü,", "x\u00a0", `\.x`, "/polebench/k00042"},
 		{"-9223372036854775808", "18446744073709551615"},
 	}
 	var want bytes.Buffer
@@ -142,7 +144,7 @@ func TestWriteMatchesEncodingCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows[:3] {
+	for _, r := range rows[:len(rows)-1] {
 		if err := w.Write(r); err != nil {
 			t.Fatal(err)
 		}
@@ -162,5 +164,34 @@ func TestWriteMatchesEncodingCSV(t *testing.T) {
 	}
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("wrote\n%q\nencoding/csv writes\n%q", got, want.Bytes())
+	}
+}
+
+// TestNumbersMatchStrconv: Row's integers are strconv's digits, at every length's
+// edges, every power of two's, and at random.
+func TestNumbersMatchStrconv(t *testing.T) {
+	us := []uint64{0, 1, 9, math.MaxUint64, math.MaxInt64, 1 << 63}
+	for p := uint64(1); p <= 1e19; p *= 10 {
+		us = append(us, p-1, p, p+1)
+		if p == 1e19 {
+			break
+		}
+	}
+	for k := range 64 {
+		us = append(us, 1<<k-1, 1<<k, 1<<k+1)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 100_000 {
+		us = append(us, rng.Uint64()>>rng.IntN(64))
+	}
+	for _, u := range us {
+		var r Row
+		r.Uint(u)
+		r.Int(int64(u))
+		r.Int(-int64(u))
+		want := strconv.FormatUint(u, 10) + "," + strconv.FormatInt(int64(u), 10) + "," + strconv.FormatInt(-int64(u), 10)
+		if string(r.b) != want {
+			t.Fatalf("%d: %q, want %q", u, r.b, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/polebench/polebench/netem"
@@ -30,20 +31,31 @@ const messageBytes = 1100
 // mean of 2 % jitter then sits within about 0.02 % of a link's delay.
 const DefaultJitterSamples = 20000
 
-// JitterTerm is the jitter-aware model for one set of live servers.
+// JitterTerm is the jitter-aware model for one set of live servers. Each leader's
+// share is computed on first use: a run's anatomy asks about the server that led each
+// window, not every live one (two leaders' links of nine). Safe for concurrent use.
 type JitterTerm struct {
-	plain *Analysis
-	// oneWay: the mean delay of each link (ms) at the rate it carries while a given
-	// server leads; quorum: the mean quorum wait of each leader.
-	oneWay map[[3]int]float64 // (leader, from, to)
-	quorum map[int]float64
+	plain   *Analysis
+	plan    netem.Plan
+	samples int
+
+	mu      sync.Mutex
+	leaders map[int]*leaderTerm
+}
+
+// leaderTerm is the term while one server leads: the mean delay of each link (ms) at
+// the rate it carries, by (from, to), and the mean quorum wait.
+type leaderTerm struct {
+	oneWay map[[2]int]float64
+	quorum float64
 }
 
 // Jitter computes the term for the live servers of t under plan p (the run's links:
 // delays, jitter, distribution, window) at t's request rates: while l leads, l sends
 // every follower a proposal and a commit per write (2 lambda_T), and each follower
 // sends l an ACK per write and forwards its own clients' writes (lambda_T + theta_r).
-// samples <= 0 takes DefaultJitterSamples.
+// samples <= 0 takes DefaultJitterSamples. Every link is checked here; the estimates
+// are made when first asked for.
 func Jitter(t *topology.Topology, live []int, p netem.Plan, samples int) (*JitterTerm, error) {
 	plain, err := Analyze(t, live)
 	if err != nil {
@@ -52,66 +64,91 @@ func Jitter(t *topology.Topology, live []int, p netem.Plan, samples int) (*Jitte
 	if samples <= 0 {
 		samples = DefaultJitterSamples
 	}
-	j := &JitterTerm{plain: plain, oneWay: map[[3]int]float64{}, quorum: map[int]float64{}}
-	lambda := t.LambdaT()
-	rates := t.ServerRates(plain.Live)
-	k := score.Quorum(t.N())
 	for _, l := range plain.Live {
-		var trips [][]float64 // per follower: round-trip samples
 		for _, f := range plain.Live {
 			if f == l {
 				continue
 			}
-			out, err := linkDelays(p, l, f, 2*lambda, samples)
-			if err != nil {
-				return nil, err
+			if _, err := p.DelayLine(l, f); err != nil {
+				return nil, fmt.Errorf("jitter term: %w", err)
 			}
-			back, err := linkDelays(p, f, l, lambda+rates[f], samples)
-			if err != nil {
-				return nil, err
-			}
-			j.oneWay[[3]int{l, l, f}], j.oneWay[[3]int{l, f, l}] = mean(out), mean(back)
-			rt := make([]float64, samples)
-			for i := range rt {
-				// The two directions are independent lines: pair samples far apart.
-				rt[i] = out[i] + back[(i+samples/2)%samples]
-			}
-			trips = append(trips, rt)
 		}
-		if k < 2 || len(trips) < k-1 {
-			continue // the leader alone is a quorum (or there is none): no wait
-		}
-		sum := 0.0
-		row := make([]float64, len(trips))
-		for i := range samples {
-			for f, rt := range trips {
-				row[f] = rt[i]
-			}
-			slices.Sort(row)
-			sum += row[k-2] // the leader itself is the fastest member, at 0
-		}
-		j.quorum[l] = sum / float64(samples)
 	}
-	return j, nil
+	p.Links = slices.Clone(p.Links) // the estimates made later must see the links checked now
+	return &JitterTerm{plain: plain, plan: p, samples: samples, leaders: map[int]*leaderTerm{}}, nil
+}
+
+// leader is l's share of the term, computed on first use; a server that is not live
+// leads nothing (zero delays, no quorum wait).
+func (j *JitterTerm) leader(l int) *leaderTerm {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if lt := j.leaders[l]; lt != nil {
+		return lt
+	}
+	lt := &leaderTerm{oneWay: map[[2]int]float64{}}
+	if j.plain.live(l) {
+		j.estimate(l, lt)
+	}
+	j.leaders[l] = lt
+	return lt
+}
+
+// estimate runs l's links; Jitter checked that each one exists.
+func (j *JitterTerm) estimate(l int, lt *leaderTerm) {
+	t, p, samples := j.plain.Topo, j.plan, j.samples
+	lambda := t.LambdaT()
+	rates := t.ServerRates(j.plain.Live)
+	k := score.Quorum(t.N())
+	var trips [][]float64 // per follower: round-trip samples
+	for _, f := range j.plain.Live {
+		if f == l {
+			continue
+		}
+		out := linkDelays(p, l, f, 2*lambda, samples)
+		back := linkDelays(p, f, l, lambda+rates[f], samples)
+		lt.oneWay[[2]int{l, f}], lt.oneWay[[2]int{f, l}] = mean(out), mean(back)
+		rt := make([]float64, samples)
+		for i := range rt {
+			// The two directions are independent lines: pair samples far apart.
+			rt[i] = out[i] + back[(i+samples/2)%samples]
+		}
+		trips = append(trips, rt)
+	}
+	if k < 2 || len(trips) < k-1 {
+		return // the leader alone is a quorum (or there is none): no wait
+	}
+	sum := 0.0
+	row := make([]float64, len(trips))
+	for i := range samples {
+		for f, rt := range trips {
+			row[f] = rt[i]
+		}
+		slices.Sort(row)
+		sum += row[k-2] // the leader itself is the fastest member, at 0
+	}
+	lt.quorum = sum / float64(samples)
 }
 
 // linkDelays sends samples messages from one server to another through the plan's
-// DelayLine, Poisson at rate per second, and returns each one's delay in ms.
-func linkDelays(p netem.Plan, from, to int, rate float64, samples int) ([]float64, error) {
+// DelayLine, Poisson at rate per second, and returns each one's delay in ms. The
+// line's clock is int64 ns from 0 (time.Unix(0, 0) as it was, without the
+// conversions).
+func linkDelays(p netem.Plan, from, to int, rate float64, samples int) []float64 {
 	line, err := p.DelayLine(from, to)
 	if err != nil {
-		return nil, fmt.Errorf("jitter term: %w", err)
+		panic(fmt.Sprintf("jitter term: %v (Jitter checks every link)", err))
 	}
 	rate = max(rate, 1) // an idle link: messages far apart, no ordering wait
 	rng := rand.New(rand.NewPCG(uint64(from)<<32|uint64(to), 0x6a09e667f3bcc908))
-	sent := time.Unix(0, 0)
+	var sent int64
 	out := make([]float64, samples)
 	for i := range out {
-		sent = sent.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
-		_, at := line.Schedule(sent, messageBytes)
-		out[i] = float64(at.Sub(sent)) / float64(time.Millisecond)
+		sent += int64(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+		_, at := line.ScheduleNS(sent, messageBytes)
+		out[i] = float64(at-sent) / float64(time.Millisecond)
 	}
-	return out, nil
+	return out
 }
 
 func mean(xs []float64) float64 {
@@ -125,10 +162,11 @@ func mean(xs []float64) float64 {
 // Split is the expected forward link, quorum wait and commit back (ms) of a write
 // sent to server s while l leads (0 and 0 for the links when s is l).
 func (j *JitterTerm) Split(s, l int) (forward, quorum, back float64) {
+	lt := j.leader(l)
 	if s != l {
-		forward, back = j.oneWay[[3]int{l, s, l}], j.oneWay[[3]int{l, l, s}]
+		forward, back = lt.oneWay[[2]int{s, l}], lt.oneWay[[2]int{l, s}]
 	}
-	return forward, j.quorum[l], back
+	return forward, lt.quorum, back
 }
 
 // Extra is how much the jittered links add to the plain model's RTT(s, l) + theta_c(l).

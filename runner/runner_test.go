@@ -34,7 +34,7 @@ import (
 // asks of a faithful harness: the winner the paper names, no acknowledged write lost,
 // and means within 3 ms of the analytic model.
 
-func specFor(t *testing.T, name string, settings ...string) *spec.Spec {
+func specFor(t testing.TB, name string, settings ...string) *spec.Spec {
 	t.Helper()
 	s, err := spec.Resolve(name)
 	if err != nil {

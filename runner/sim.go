@@ -30,6 +30,12 @@ func (r *trial) simulate(ctx context.Context, topo *topology.Topology, plan nete
 		return nil, err
 	}
 	r.log.Info("simulated", "events", res.Events, "virtual", res.Virtual, "wall", time.Since(t0).Round(time.Millisecond))
+	return r.simulated(res, topo, plan)
+}
+
+// simulated writes and analyses what a simulated run left.
+func (r *trial) simulated(res *sim.Result, topo *topology.Topology, plan netem.Plan) (*Repetition, error) {
+	sp := r.o.Spec
 	var servers []map[string]any
 	for _, id := range topo.Servers() {
 		servers = append(servers, map[string]any{"id": id, "dc": topo.DC(id)})

@@ -94,7 +94,7 @@ func CreateRecords(path string) (*RecordWriter, error) {
 
 // Write appends records and pushes them to the operating system.
 func (w *RecordWriter) Write(recs ...Record) error {
-	var row csvfile.Row
+	row := w.w.Row()
 	for _, r := range recs {
 		row.Uint(r.ID)
 		row.String(r.DC)
@@ -108,7 +108,7 @@ func (w *RecordWriter) Write(recs ...Record) error {
 		row.Int(int64(r.Version))
 		row.Int(int64(r.Attempts))
 		row.String(r.Err)
-		if err := w.w.WriteRow(&row); err != nil {
+		if err := w.w.WriteRow(row); err != nil {
 			return fmt.Errorf("workload: records %s: %w", w.w.Name(), err)
 		}
 	}

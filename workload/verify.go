@@ -1,10 +1,12 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -142,20 +144,38 @@ func Verify(ctx context.Context, cfg VerifyConfig, recs []Record) (*Verification
 // judge checks final reads against the recorded history.
 func judge(recs []Record, reads []read, runID string, budget time.Duration) *Verification {
 	v := &Verification{Reads: len(reads)}
-
+	vals := decodeReads(reads)
+	// Only the writes some read names are looked up by id: a map of those few, not
+	// of every record.
 	byID := map[uint64]*Record{}
-	acked := map[string][]int64{} // key -> zxids of acknowledged writes
+	for _, d := range vals {
+		if d.err == nil && d.run == runID && d.id != 0 {
+			byID[d.id] = nil
+		}
+	}
 	for i := range recs {
 		r := &recs[i]
-		byID[r.ID] = r
+		if _, ok := byID[r.ID]; ok {
+			byID[r.ID] = r
+		}
 		if r.Outcome == OK {
 			v.Acknowledged++
-			acked[r.Key] = append(acked[r.Key], r.Zxid)
 		}
+	}
+	hist := historiesOf(recs, reads, vals)
+	newer := func(key string, z int64) (n int) { // acknowledged writes to key above z
+		if h := hist[key]; h != nil {
+			for _, w := range h.writes {
+				if w.acked && w.zxid > z {
+					n++
+				}
+			}
+		}
+		return n
 	}
 	lost := map[string]int64{} // key -> oldest final zxid seen; acked writes above it are lost
 	unknownSeen := map[uint64]bool{}
-	for _, rd := range reads {
+	for i, rd := range reads {
 		bad := func(id uint64, msg string) {
 			v.Anomalies = append(v.Anomalies, Anomaly{Server: rd.server, Key: rd.key, GotID: id, GotZxid: rd.mzxid, Msg: msg})
 		}
@@ -163,7 +183,7 @@ func judge(recs []Record, reads []read, runID string, budget time.Duration) *Ver
 			bad(0, "read failed: "+rd.err.Error())
 			continue
 		}
-		run, id, err := decodeValue(rd.data)
+		run, id, err := vals[i].run, vals[i].id, vals[i].err
 		switch {
 		case err != nil:
 			bad(0, err.Error())
@@ -190,13 +210,7 @@ func judge(recs []Record, reads []read, runID string, budget time.Duration) *Ver
 				unknownSeen[id] = true
 			}
 		}
-		n := 0
-		for _, z := range acked[rd.key] {
-			if z > rd.mzxid {
-				n++
-			}
-		}
-		if n > 0 {
+		if n := newer(rd.key, rd.mzxid); n > 0 {
 			v.Anomalies = append(v.Anomalies, Anomaly{Server: rd.server, Key: rd.key, GotID: id, GotZxid: rd.mzxid, Lost: n,
 				Msg: fmt.Sprintf("%d acknowledged writes newer than the value read", n)})
 			if old, ok := lost[rd.key]; !ok || rd.mzxid < old {
@@ -205,15 +219,85 @@ func judge(recs []Record, reads []read, runID string, budget time.Duration) *Ver
 		}
 	}
 	for k, z := range lost {
-		for _, a := range acked[k] {
-			if a > z {
-				v.LostAcknowledgedWrites++
-			}
-		}
+		v.LostAcknowledgedWrites += newer(k, z)
 	}
 	v.CommittedUnknown = len(unknownSeen)
-	v.Linearizability, v.IllegalKeys = checkLinearizable(recs, reads, runID, budget)
+	v.Linearizability, v.IllegalKeys = hist.checkLinearizable(recs, reads, vals, runID, budget)
 	return v
+}
+
+// decoded is a read's value, decoded.
+type decoded struct {
+	run string
+	id  uint64
+	err error
+}
+
+func decodeReads(reads []read) []decoded {
+	out := make([]decoded, len(reads))
+	for i, rd := range reads {
+		if rd.err == nil {
+			out[i].run, out[i].id, out[i].err = decodeValue(rd.data)
+		}
+	}
+	return out
+}
+
+// histories are the history of each key: its acknowledged and unknown writes, in
+// the records' order, and the reads of it that decoded (indexes into the reads). A key
+// has one if it has any of those.
+type histories map[string]*keyHistory
+
+type keyHistory struct {
+	writes []write
+	reads  []int
+}
+
+// write is what the checks need of a record, kept together per key.
+type write struct {
+	id         uint64
+	sent, done int64
+	zxid       int64
+	ver        int32
+	acked      bool // OK; else Unknown
+}
+
+func historiesOf(recs []Record, reads []read, vals []decoded) histories {
+	h := histories{}
+	key := func(key string) *keyHistory {
+		k := h[key]
+		if k == nil {
+			k = &keyHistory{}
+			h[key] = k
+		}
+		return k
+	}
+	// Counted first, so each key's writes take their share of one allocation.
+	of := make([]*keyHistory, len(recs))
+	counts := map[*keyHistory]int{}
+	for i := range recs {
+		if r := &recs[i]; r.Outcome == OK || r.Outcome == Unknown {
+			of[i] = key(r.Key)
+			counts[of[i]]++
+		}
+	}
+	slab := make([]write, 0, len(recs))
+	for k, n := range counts {
+		k.writes, slab = slab[len(slab):len(slab):len(slab)+n], slab[:len(slab)+n]
+	}
+	for i, k := range of {
+		if k != nil {
+			r := &recs[i]
+			k.writes = append(k.writes, write{id: r.ID, sent: int64(r.Sent), done: int64(r.Done), zxid: r.Zxid, ver: r.Version, acked: r.Outcome == OK})
+		}
+	}
+	for i, rd := range reads {
+		if rd.err == nil && vals[i].err == nil {
+			k := key(rd.key)
+			k.reads = append(k.reads, i)
+		}
+	}
+	return h
 }
 
 // readAll syncs server s with the leader and reads every key.
@@ -297,21 +381,7 @@ type regOutput struct {
 var registerModel = porcupine.Model{
 	Init: func() interface{} { return regState{ver: -1} },
 	Step: func(st, in, out interface{}) (bool, interface{}) {
-		s, i, o := st.(regState), in.(regInput), out.(regOutput)
-		next := func(v int64) int64 {
-			if v < 0 {
-				return -1
-			}
-			return v + 1
-		}
-		switch {
-		case i.write && !o.known:
-			return true, regState{id: i.id, ver: next(s.ver)}
-		case i.write:
-			return s.ver < 0 || o.ver == s.ver+1, regState{id: i.id, ver: o.ver}
-		default:
-			return s.id == o.id && (s.ver < 0 || s.ver == o.ver), regState{id: o.id, ver: o.ver}
-		}
+		return stepRegister(st.(regState), in.(regInput), out.(regOutput))
 	},
 	DescribeOperation: func(in, out interface{}) string {
 		i, o := in.(regInput), out.(regOutput)
@@ -322,10 +392,34 @@ var registerModel = porcupine.Model{
 	},
 }
 
+// stepRegister is the model's step: whether output o of input i is legal in state s,
+// and the state after it.
+func stepRegister(s regState, i regInput, o regOutput) (bool, regState) {
+	next := func(v int64) int64 {
+		if v < 0 {
+			return -1
+		}
+		return v + 1
+	}
+	switch {
+	case i.write && !o.known:
+		return true, regState{id: i.id, ver: next(s.ver)}
+	case i.write:
+		return s.ver < 0 || o.ver == s.ver+1, regState{id: i.id, ver: o.ver}
+	default:
+		return s.id == o.id && (s.ver < 0 || s.ver == o.ver), regState{id: o.id, ver: o.ver}
+	}
+}
+
 // checkLinearizable runs porcupine on each key's history: acknowledged writes over
 // [sent, done], unknown writes from sent to after the end (they may take effect at any
 // later time, or never), and the final reads at the end.
 func checkLinearizable(recs []Record, reads []read, runID string, budget time.Duration) (string, []string) {
+	vals := decodeReads(reads)
+	return historiesOf(recs, reads, vals).checkLinearizable(recs, reads, vals, runID, budget)
+}
+
+func (h histories) checkLinearizable(recs []Record, reads []read, vals []decoded, runID string, budget time.Duration) (string, []string) {
 	if budget < 0 {
 		return "skipped", nil
 	}
@@ -334,48 +428,30 @@ func checkLinearizable(recs []Record, reads []read, runID string, budget time.Du
 		end = max(end, int64(r.Done))
 	}
 	end++
-	never := end + int64(time.Hour)
-	hist := map[string][]porcupine.Operation{}
-	for _, r := range recs {
-		switch r.Outcome {
-		case OK:
-			hist[r.Key] = append(hist[r.Key], porcupine.Operation{Input: regInput{write: true, id: r.ID},
-				Call: int64(r.Sent), Output: regOutput{known: true, ver: int64(r.Version)}, Return: int64(r.Done)})
-		case Unknown:
-			hist[r.Key] = append(hist[r.Key], porcupine.Operation{Input: regInput{write: true, id: r.ID},
-				Call: int64(r.Sent), Output: regOutput{}, Return: never})
-		}
-	}
-	for _, rd := range reads {
-		if rd.err != nil {
-			continue
-		}
-		run, id, err := decodeValue(rd.data)
-		if err != nil {
-			continue // already an anomaly
-		}
-		if run != runID {
+	readOut := func(i int) regOutput {
+		id := vals[i].id
+		if vals[i].run != runID {
 			id = math.MaxUint64 // no write of this run explains it
 		}
-		hist[rd.key] = append(hist[rd.key], porcupine.Operation{Input: regInput{},
-			Call: end, Output: regOutput{known: true, id: id, ver: int64(rd.ver)}, Return: end})
+		return regOutput{known: true, id: id, ver: int64(reads[i].ver)}
 	}
-	keys := make([]string, 0, len(hist))
-	for k := range hist {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(h))
 	deadline := time.Now().Add(budget)
 	verdict := "ok"
 	var illegal []string
-	for _, k := range keys {
+	var scratch []write
+	for _, key := range keys {
 		left := time.Until(deadline)
 		if left <= 0 {
 			return "unknown", illegal
 		}
-		switch porcupine.CheckOperationsTimeout(registerModel, hist[k], left) {
+		k := h[key]
+		if k.sequential(readOut, end, &scratch) {
+			continue // linearizable: porcupine would find it so too, searching
+		}
+		switch porcupine.CheckOperationsTimeout(registerModel, k.operations(readOut, end), left) {
 		case porcupine.Illegal:
-			illegal = append(illegal, k)
+			illegal = append(illegal, key)
 			verdict = "illegal"
 		case porcupine.Unknown:
 			if verdict == "ok" {
@@ -384,4 +460,67 @@ func checkLinearizable(recs []Record, reads []read, runID string, budget time.Du
 		}
 	}
 	return verdict, illegal
+}
+
+// operations is the key's history as porcupine takes it.
+func (k *keyHistory) operations(readOut func(int) regOutput, end int64) []porcupine.Operation {
+	never := end + int64(time.Hour)
+	ops := make([]porcupine.Operation, 0, len(k.writes)+len(k.reads))
+	for _, w := range k.writes {
+		if w.acked {
+			ops = append(ops, porcupine.Operation{Input: regInput{write: true, id: w.id},
+				Call: w.sent, Output: regOutput{known: true, ver: int64(w.ver)}, Return: w.done})
+		} else {
+			ops = append(ops, porcupine.Operation{Input: regInput{write: true, id: w.id},
+				Call: w.sent, Output: regOutput{}, Return: never})
+		}
+	}
+	for _, i := range k.reads {
+		ops = append(ops, porcupine.Operation{Input: regInput{}, Call: end, Output: readOut(i), Return: end})
+	}
+	return ops
+}
+
+// sequential tells whether the linearization a correct history has is one: the
+// acknowledged writes in version order, the final reads, then the unknown writes
+// (which may take effect whenever, and which nothing read). If not, only porcupine's
+// search can tell. An order is a linearization when the model accepts each step and
+// no operation comes after one that returned before it was called (porcupine's
+// order: at one instant, calls before returns). scratch is reused.
+func (k *keyHistory) sequential(readOut func(int) regOutput, end int64, scratch *[]write) bool {
+	order := (*scratch)[:0]
+	for _, w := range k.writes {
+		if w.acked {
+			order = append(order, w)
+		}
+	}
+	*scratch = order
+	byVersion := func(a, b write) int { return cmp.Compare(a.ver, b.ver) }
+	if !slices.IsSortedFunc(order, byVersion) {
+		slices.SortStableFunc(order, byVersion)
+	}
+	st, ok := regState{ver: -1}, false
+	latest := int64(math.MinInt64) // the latest call so far
+	for _, w := range order {
+		if ok, st = stepRegister(st, regInput{write: true, id: w.id}, regOutput{known: true, ver: int64(w.ver)}); !ok || latest > w.done {
+			return false
+		}
+		latest = max(latest, w.sent)
+	}
+	for _, i := range k.reads {
+		if ok, st = stepRegister(st, regInput{}, readOut(i)); !ok || latest > end {
+			return false
+		}
+		latest = end
+	}
+	never := end + int64(time.Hour)
+	for _, w := range k.writes {
+		if !w.acked {
+			if latest > never {
+				return false
+			}
+			latest = max(latest, w.sent)
+		}
+	}
+	return true
 }
