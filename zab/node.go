@@ -103,7 +103,7 @@ type Node struct {
 	// Persistence: operations are numbered; durSeq of them are durable.
 	ops      []Op
 	opsSpare []Op      // the array of the Ready before last, reused as spare is
-	appends  []*Append // its Appends, reused with their arrays
+	appends  []*Append // Appends of earlier Readies, free, with their arrays
 	comSpare []Txn     // the same for Committed
 	opSeq    uint64
 	durSeq   uint64
@@ -365,7 +365,7 @@ func (n *Node) Ready() Ready {
 	n.flushCommits()
 	var rd Ready
 	rd.Messages = n.takeMessages()
-	for _, op := range n.opsSpare { // what the Ready before last persisted may go
+	for _, op := range n.opsSpare { // the last Ready's operations are done with: reuse them
 		if a, ok := op.(*Append); ok {
 			clear(a.Txns)
 			a.Txns = a.Txns[:0]
