@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -224,9 +225,9 @@ func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.
 			p.Legend.Add(label+" model", ml)
 		}
 		var paper plotter.XYs
-		for xv, x := range pos {
+		for _, xv := range slices.Sorted(maps.Keys(pos)) { // in order: the SVG is the same every run
 			if v, _, ok := PaperValue(c.Name, metric, map[string]string{sField: sv, xField: xv}); ok {
-				paper = append(paper, plotter.XY{X: x, Y: v})
+				paper = append(paper, plotter.XY{X: pos[xv], Y: v})
 				top = max(top, v)
 			}
 		}
