@@ -453,35 +453,6 @@ func TestReport(t *testing.T) {
 	}
 }
 
-// TestSortDurations: sortDurations orders as slices.Sort does: short and long
-// slices, negative values, repeats, values sharing their high bytes or not.
-func TestSortDurations(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 9))
-	gens := map[string]func() time.Duration{
-		"latencies": func() time.Duration { return time.Duration(20e6 + rng.Int64N(5e6)) },
-		"signed":    func() time.Duration { return time.Duration(rng.Int64()) },
-		"few":       func() time.Duration { return time.Duration(rng.IntN(3) - 1) },
-		"extremes": func() time.Duration {
-			return []time.Duration{math.MinInt64, math.MaxInt64, 0, -1, 1}[rng.IntN(5)]
-		},
-	}
-	var buf []time.Duration // scratch, reused as Latencies reuses it
-	for name, gen := range gens {
-		for _, n := range []int{0, 1, 255, 256, 100_000, 1000} {
-			ds := make([]time.Duration, n)
-			for i := range ds {
-				ds[i] = gen()
-			}
-			want := slices.Clone(ds)
-			slices.Sort(want)
-			buf = sortDurations(ds, buf)
-			if !slices.Equal(ds, want) {
-				t.Errorf("%s, %d values: not sorted as slices.Sort sorts", name, n)
-			}
-		}
-	}
-}
-
 // latenciesReference is Latencies as it was, sorting floats: kept to check that the
 // sums and quantiles come out the same.
 func latenciesReference(recs []workload.Record, w Window) map[string]LatencyStats {
@@ -538,41 +509,6 @@ func TestLatenciesMatchReference(t *testing.T) {
 	for _, w := range []Window{{"before", 5 * time.Second, 30 * time.Second}, {"after", 40 * time.Second, time.Hour}, {"none", -2, -1}} {
 		if got, want := Latencies(recs, w), latenciesReference(recs, w); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %+v\nreference %+v", w.Name, got, want)
-		}
-	}
-}
-
-// TestSteadyLagMatchesComputeStats: the steady windows' send lag is what
-// workload.ComputeStats says of those records, copied out as Summarize once did.
-func TestSteadyLagMatchesComputeStats(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 13))
-	var recs []workload.Record
-	for i := range 20_000 {
-		r := workload.Record{Intended: time.Duration(i) * time.Millisecond}
-		r.Sent = r.Intended + time.Duration(rng.ExpFloat64()*1e5)
-		if rng.IntN(50) == 0 {
-			r.Sent = -1 // never sent
-		}
-		recs = append(recs, r)
-	}
-	for _, windows := range [][]Window{
-		{{"before", 2 * time.Second, 9 * time.Second}, {"after", 12 * time.Second, time.Hour}},
-		{{"before", 0, time.Hour}},
-		{{"before", -2, -1}},
-	} {
-		var steady []workload.Record
-		for _, r := range recs {
-			for _, w := range windows {
-				if w.contains(r.Intended) {
-					steady = append(steady, r)
-					break
-				}
-			}
-		}
-		lag := workload.ComputeStats(steady, 0, 0).SendLag
-		want := LagMS{P50: ms(lag.P50), P99: ms(lag.P99), Max: ms(lag.Max)}
-		if got := steadyLag(recs, windows); got != want {
-			t.Errorf("windows %v: %+v, ComputeStats %+v", windows, got, want)
 		}
 	}
 }

@@ -544,8 +544,6 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 			return a
 		}
 		splits := map[[2]int]split{} // the model asked once per server and leader, not per write
-		var lastDC string
-		var dcAcc, allAcc *acc
 		phases := make([]float64, len(Phases))
 		for i := range paths {
 			p := &paths[i]
@@ -572,13 +570,7 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 				neg = true
 			}
 			follower, latency := ms(p.FollowerHold()), ms(p.Latency())
-			if dcAcc == nil || p.DC != lastDC {
-				lastDC, dcAcc = p.DC, accOf(p.DC)
-			}
-			if allAcc == nil {
-				allAcc = accOf(All)
-			}
-			for _, a := range [2]*acc{dcAcc, allAcc} {
+			for _, a := range [2]*acc{accOf(p.DC), accOf(All)} {
 				a.n++
 				for j, v := range phases {
 					a.phases[j] += v

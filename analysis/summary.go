@@ -184,7 +184,10 @@ func Summarize(in Input) (*Summary, error) {
 	// The send lag says whether the pacer kept its schedule, so it counts the steady
 	// windows only: during a failover requests wait for a server to take them, which
 	// is latency (measured from the intended time), not a pacer falling behind.
-	s.SendLagMS = steadyLag(in.Records, windows)
+	lag := workload.SendLag(in.Records, func(r *workload.Record) bool {
+		return slices.ContainsFunc(windows, func(w Window) bool { return w.contains(r.Intended) })
+	})
+	s.SendLagMS = LagMS{P50: ms(lag.P50), P99: ms(lag.P99), Max: ms(lag.Max)}
 	if in.Paths != nil {
 		acked := map[string]map[string]int{}
 		for w, byDC := range s.LatencyMS {
@@ -197,30 +200,6 @@ func Summarize(in Input) (*Summary, error) {
 	}
 	s.OfferedRate, s.ScheduledRate, s.AchievedRate = st.OfferedRate, st.ScheduledRate, st.AchievedRate
 	return s, nil
-}
-
-// steadyLag is workload.ComputeStats's send lag of the records intended in the
-// windows, without copying them out first.
-func steadyLag(recs []workload.Record, windows []Window) LagMS {
-	lags := make([]time.Duration, 0, len(recs))
-	for i := range recs {
-		r := &recs[i]
-		if !r.WasSent() {
-			continue
-		}
-		for _, w := range windows {
-			if w.contains(r.Intended) {
-				lags = append(lags, r.Sent-r.Intended)
-				break
-			}
-		}
-	}
-	if len(lags) == 0 {
-		return LagMS{}
-	}
-	sortDurations(lags, nil)
-	n := len(lags) // ComputeStats's nearest rank is Quantile's
-	return LagMS{P50: ms(lags[rank(n, 0.50)]), P99: ms(lags[rank(n, 0.99)]), Max: ms(lags[n-1])}
 }
 
 func ptr(v float64) *float64 { return &v }

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/polebench/polebench/workload"
@@ -100,28 +101,17 @@ func Latencies(recs []workload.Record, w Window) map[string]LatencyStats {
 		ds []time.Duration
 	}
 	buckets := map[string]*bucket{}
-	bucketOf := func(k string) *bucket {
-		b := buckets[k]
-		if b == nil {
-			b = &bucket{}
-			buckets[k] = b
-		}
-		return b
-	}
-	var lastDC string
-	var dcB, allB *bucket
 	for i := range recs {
 		r := &recs[i]
 		if !w.contains(r.Intended) {
 			continue
 		}
-		if dcB == nil || r.DC != lastDC {
-			lastDC, dcB = r.DC, bucketOf(r.DC)
-		}
-		if allB == nil {
-			allB = bucketOf(All)
-		}
-		for _, b := range [2]*bucket{dcB, allB} {
+		for _, k := range [2]string{r.DC, All} {
+			b := buckets[k]
+			if b == nil {
+				b = &bucket{}
+				buckets[k] = b
+			}
 			switch r.Outcome {
 			case workload.OK:
 				b.ds = append(b.ds, r.Latency())
@@ -135,9 +125,8 @@ func Latencies(recs []workload.Record, w Window) map[string]LatencyStats {
 	// Sorted as durations: ms is monotonic, so their ms come out in the order sorting
 	// the floats would give, at a fraction of the cost.
 	out := make(map[string]LatencyStats, len(buckets))
-	var buf []time.Duration
 	for k, b := range buckets {
-		buf = sortDurations(b.ds, buf)
+		slices.Sort(b.ds)
 		st := b.st
 		st.Count = len(b.ds)
 		if n := len(b.ds); n > 0 {

@@ -4,13 +4,11 @@ package csvfile
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"os"
-	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -129,74 +127,10 @@ func (r *Row) sep() {
 }
 
 // Int adds an integer field.
-func (r *Row) Int(v int64) {
-	r.sep()
-	u := uint64(v)
-	if v < 0 {
-		r.b = append(r.b, '-')
-		u = -u
-	}
-	r.b = appendUint(r.b, u)
-}
+func (r *Row) Int(v int64) { r.sep(); r.b = strconv.AppendInt(r.b, v, 10) }
 
 // Uint adds an unsigned integer field.
-func (r *Row) Uint(v uint64) { r.sep(); r.b = appendUint(r.b, v) }
-
-// appendUint is strconv.AppendUint(b, u, 10) written straight into b, eight digits at
-// a time: a simulated run's files hold millions of numbers, which strconv formats one
-// pair of digits at a time, each number in a buffer of its own first.
-func appendUint(b []byte, u uint64) []byte {
-	if u < 10 {
-		return append(b, byte('0'+u))
-	}
-	n := decimalLen(u)
-	var chunks [2]uint32 // the last eight digits, and the eight before them
-	k := 0
-	for ; u >= 1e8; k++ {
-		q := u / 1e8
-		chunks[k], u = uint32(u-q*1e8), q
-	}
-	// Each chunk is stored as eight bytes: the leading one shifted to its digits, the
-	// zeros after them overwritten by the next (b has room to spare).
-	b = slices.Grow(b, n+8)
-	out := b[len(b) : len(b)+n+8]
-	lead := n - 8*k
-	binary.LittleEndian.PutUint64(out, eightDigits(uint32(u))>>(8*(8-lead)))
-	for i, at := k-1, lead; i >= 0; i, at = i-1, at+8 {
-		binary.LittleEndian.PutUint64(out[at:], eightDigits(chunks[i]))
-	}
-	return b[:len(b)+n]
-}
-
-// eightDigits is the eight decimal digits of x < 1e8 in ASCII, the first in the lowest
-// byte: each step splits every lane of the word in two by a multiplication (x/100 is
-// x*5243>>19 below 43699, x/10 is x*103>>10 below 179), so no lane carries into the
-// next.
-func eightDigits(x uint32) uint64 {
-	v := uint64(x/10000) | uint64(x%10000)<<32 // two lanes of four digits
-	q := (v * 5243 >> 19) & 0x0000007f_0000007f
-	v = q | (v-q*100)<<16 // four lanes of two
-	q = (v * 103 >> 10) & 0x000f000f_000f000f
-	v = q | (v-q*10)<<8 // eight lanes of one
-	return v | 0x30303030_30303030
-}
-
-var pow10 = func() (p [20]uint64) {
-	p[0] = 1
-	for i := 1; i < len(p); i++ {
-		p[i] = p[i-1] * 10
-	}
-	return p
-}()
-
-// decimalLen is how many digits u has (u > 0).
-func decimalLen(u uint64) int {
-	t := bits.Len64(u) * 1233 >> 12 // log10(2) ≈ 1233/4096: floor(log10(u)) or one more
-	if u < pow10[t] {
-		return t
-	}
-	return t + 1
-}
+func (r *Row) Uint(v uint64) { r.sep(); r.b = strconv.AppendUint(r.b, v, 10) }
 
 // String adds a text field, quoted if it holds a comma, quote or line break, or
 // starts with a space.
@@ -221,18 +155,8 @@ func needsQuotes(s string) bool {
 	if s == "" {
 		return false
 	}
-	if s == `\.` {
+	if s == `\.` || strings.ContainsAny(s, ",\"\r\n") {
 		return true
-	}
-	for i := range len(s) {
-		switch s[i] {
-		case ',', '"', '\r', '\n':
-			return true
-		}
-	}
-	if c := s[0]; c < utf8.RuneSelf {
-		// unicode.IsSpace's ASCII spaces, without decoding the rune
-		return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 	}
 	c, _ := utf8.DecodeRuneInString(s)
 	return unicode.IsSpace(c)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -164,34 +163,5 @@ func TestWriteMatchesEncodingCSV(t *testing.T) {
 	}
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("wrote\n%q\nencoding/csv writes\n%q", got, want.Bytes())
-	}
-}
-
-// TestNumbersMatchStrconv: Row's integers are strconv's digits, at every length's
-// edges, every power of two's, and at random.
-func TestNumbersMatchStrconv(t *testing.T) {
-	us := []uint64{0, 1, 9, math.MaxUint64, math.MaxInt64, 1 << 63}
-	for p := uint64(1); p <= 1e19; p *= 10 {
-		us = append(us, p-1, p, p+1)
-		if p == 1e19 {
-			break
-		}
-	}
-	for k := range 64 {
-		us = append(us, 1<<k-1, 1<<k, 1<<k+1)
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 100_000 {
-		us = append(us, rng.Uint64()>>rng.IntN(64))
-	}
-	for _, u := range us {
-		var r Row
-		r.Uint(u)
-		r.Int(int64(u))
-		r.Int(-int64(u))
-		want := strconv.FormatUint(u, 10) + "," + strconv.FormatInt(int64(u), 10) + "," + strconv.FormatInt(-int64(u), 10)
-		if string(r.b) != want {
-			t.Fatalf("%d: %q, want %q", u, r.b, want)
-		}
 	}
 }

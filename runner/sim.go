@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/sim"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/workload"
 )
@@ -20,17 +22,22 @@ func (r *trial) simulate(ctx context.Context, topo *topology.Topology, plan nete
 	sp := r.o.Spec
 	r.status("simulating %s (%d servers, %v)", sp.Name, topo.N(), sp.Duration)
 	t0 := time.Now()
-	res, err := sim.Run(ctx, sim.Config{
-		Topology: topo, Plan: plan, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, PreloadMB: sp.PreloadMB,
-		Faults: sp.FaultSchedule(), Rates: sp.RatesByDC(), Arrival: workload.Arrival(sp.Workload.Arrival), Seed: seed,
-		Duration: sp.Duration, PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys, Log: r.log.With("part", "sim"),
-		Trace: true,
-	})
+	res, err := sim.Run(ctx, simConfig(sp, topo, plan, seed, r.log.With("part", "sim")))
 	if err != nil {
 		return nil, err
 	}
 	r.log.Info("simulated", "events", res.Events, "virtual", res.Virtual, "wall", time.Since(t0).Round(time.Millisecond))
 	return r.simulated(res, topo, plan)
+}
+
+// simConfig is the simulation of sp's run on topo and plan, traced as poled's --trace
+// traces, for the anatomy.
+func simConfig(sp *spec.Spec, topo *topology.Topology, plan netem.Plan, seed uint64, log *slog.Logger) sim.Config {
+	return sim.Config{
+		Topology: topo, Plan: plan, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, PreloadMB: sp.PreloadMB,
+		Faults: sp.FaultSchedule(), Rates: sp.RatesByDC(), Arrival: workload.Arrival(sp.Workload.Arrival), Seed: seed,
+		Duration: sp.Duration, PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys, Log: log, Trace: true,
+	}
 }
 
 // simulated writes and analyses what a simulated run left.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/sim"
-	"github.com/polebench/polebench/workload"
 )
 
 // BenchmarkSimulated is what a simulated repetition of two-dc (120 s, the CLI's run)
@@ -29,15 +28,11 @@ func BenchmarkSimulated(b *testing.B) {
 		b.Fatal(err)
 	}
 	plan := s.Plan(topo, s.Seed)
-	res, err := sim.Run(context.Background(), sim.Config{
-		Topology: topo, Plan: plan, Oracle: s.Oracle, InitialLeader: s.InitialLeader, PreloadMB: s.PreloadMB,
-		Faults: s.FaultSchedule(), Rates: s.RatesByDC(), Arrival: workload.Arrival(s.Workload.Arrival), Seed: s.Seed,
-		Duration: s.Duration, PayloadBytes: s.Workload.PayloadBytes, Keys: s.Workload.Keys, Trace: true,
-	})
+	o := Options{Spec: s, Log: slog.New(slog.DiscardHandler), Progress: progress.NewPlain(io.Discard)}
+	res, err := sim.Run(context.Background(), simConfig(s, topo, plan, s.Seed, o.Log))
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := Options{Spec: s, Log: slog.New(slog.DiscardHandler), Progress: progress.NewPlain(io.Discard)}
 	dir := b.TempDir()
 	cpu0 := cpuTime()
 	n := 0

@@ -111,3 +111,21 @@ func TestComputeStats(t *testing.T) {
 		t.Errorf("late run: achieved rate %v, want 102/2s = 51", st.AchievedRate)
 	}
 }
+
+// TestSendLagKeep: SendLag counts the sent records keep accepts, as the steady
+// windows' lag does.
+func TestSendLagKeep(t *testing.T) {
+	var recs []Record
+	for i := range 100 { // lags 0..99 µs
+		at := time.Duration(i) * 10 * time.Millisecond
+		recs = append(recs, Record{Intended: at, Sent: at + time.Duration(i)*time.Microsecond})
+	}
+	recs = append(recs, Record{Intended: 5 * time.Millisecond, Sent: -1})      // never sent
+	early := func(r *Record) bool { return r.Intended < 500*time.Millisecond } // lags 0..49 µs
+	if got, want := SendLag(recs, early), (Lag{P50: 24 * time.Microsecond, P99: 49 * time.Microsecond, Max: 49 * time.Microsecond}); got != want {
+		t.Errorf("early half: %+v, want %+v", got, want)
+	}
+	if got := SendLag(recs, func(*Record) bool { return false }); got != (Lag{}) {
+		t.Errorf("none kept: %+v", got)
+	}
+}

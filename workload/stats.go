@@ -31,8 +31,7 @@ type Lag struct {
 // last send when the pacer fell behind: a run that kept up has it equal to the scheduled
 // rate (all requests over the pacing time), one that could not shows less.
 func ComputeStats(recs []Record, duration time.Duration, offered float64) Stats {
-	st := Stats{OfferedRate: offered, Requests: len(recs)}
-	var lags []time.Duration
+	st := Stats{OfferedRate: offered, Requests: len(recs), SendLag: SendLag(recs, nil)}
 	span := duration
 	for _, r := range recs {
 		switch r.Outcome {
@@ -45,7 +44,6 @@ func ComputeStats(recs []Record, duration time.Duration, offered float64) Stats 
 		}
 		if r.WasSent() {
 			st.Sent++
-			lags = append(lags, r.Sent-r.Intended)
 			span = max(span, r.Sent)
 		}
 	}
@@ -55,11 +53,23 @@ func ComputeStats(recs []Record, duration time.Duration, offered float64) Stats 
 	if duration > 0 {
 		st.ScheduledRate = float64(len(recs)) / duration.Seconds()
 	}
-	if len(lags) > 0 {
-		slices.Sort(lags)
-		st.SendLag = Lag{P50: rank(lags, 0.50), P99: rank(lags, 0.99), Max: lags[len(lags)-1]}
-	}
 	return st
+}
+
+// SendLag is the send lag (sent − intended) of the records that were sent and that
+// keep, if not nil, accepts.
+func SendLag(recs []Record, keep func(*Record) bool) Lag {
+	var lags []time.Duration
+	for i := range recs {
+		if r := &recs[i]; r.WasSent() && (keep == nil || keep(r)) {
+			lags = append(lags, r.Sent-r.Intended)
+		}
+	}
+	if len(lags) == 0 {
+		return Lag{}
+	}
+	slices.Sort(lags)
+	return Lag{P50: rank(lags, 0.50), P99: rank(lags, 0.99), Max: lags[len(lags)-1]}
 }
 
 // rank is the nearest-rank quantile of sorted values.
