@@ -52,16 +52,13 @@ BENCH_FLAGS ?= --servers 3,5 --fsync off,on
 bench: build
 	$(BIN) bench --flavor poled,zookeeper $(BENCH_FLAGS)
 
-## test: every package's tests; the timing tests (TestTiming*: measured RTTs against
-## the plan, send lag and open-loop rate, the swarm backend's run of two-dc, the nightly's compare end to end; and the end-to-end experiments of
-## ./runner) last and alone, so the delays they compare with the plan and the model
-## carry no other test's load (./runner took 576-607 s in clean-clone runs on 2 cores,
-## here and in CI, at go test's default 10-minute limit: its ZooKeeper runs each warm
-## up for 25 s, and a run that misses its latency bounds runs once more)
+## test: every package's tests: unit tests, the simulator's exact timing claims, and
+## correctness end to end on real clusters (local, netns, docker, swarm, ZooKeeper).
+## No test compares a latency or a duration on a real backend with the model or a bound,
+## and none measures again until it passes: so packages run side by side. Fidelity is
+## `make nightly`'s; speed is `go test -bench`'s (reported, never asserted).
 test:
-	$(GO) test -skip '^TestTiming' $$($(GO) list $(PKGS) | grep -v '/runner$$')
-	$(GO) test -count=1 -p 1 -run '^TestTiming' ./cluster ./workload ./cmd/polebench
-	$(GO) test -count=1 -timeout 25m ./runner
+	$(GO) test -timeout 25m $(PKGS)
 
 ## vet: go vet
 vet:

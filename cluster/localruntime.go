@@ -14,7 +14,7 @@ import (
 // run before a CPU hog. So while a local cluster runs, the process has as many Ps as
 // its replicas would have had together (each the machine's): a goroutine that becomes
 // runnable finds an idle P and its own thread, and the kernel schedules the replicas'
-// threads as it would schedule their processes'. TestTimingResyncDoesNotStallOthers
+// threads as it would schedule their processes'. The nightly suite's recovery entry
 // measures the difference. A GOMAXPROCS set in the environment is left alone.
 //
 // The GC was tried too (GOGC at 100 per replica, under a memory limit): it spared a

@@ -60,7 +60,6 @@ func TestProxy(t *testing.T) {
 	}
 	defer c.Close()
 	r := bufio.NewReader(c)
-	var best time.Duration
 	for i := range 10 {
 		t0 := time.Now()
 		msg := string(rune('a'+i)) + "\n"
@@ -71,16 +70,9 @@ func TestProxy(t *testing.T) {
 		if err != nil || got != msg {
 			t.Fatalf("echo %d: %q, %v; want %q", i, got, err, msg)
 		}
-		rtt := time.Since(t0)
-		if rtt < 2*delay {
+		if rtt := time.Since(t0); rtt < 2*delay {
 			t.Fatalf("echo %d took %v, less than the RTT %v", i, rtt, 2*delay)
 		}
-		if best == 0 || rtt < best {
-			best = rtt
-		}
-	}
-	if best > 2*delay+50*time.Millisecond {
-		t.Errorf("the fastest of 10 echoes took %v, for an RTT of %v", best, 2*delay)
 	}
 	out, back, nOut, nBack := p.Measured()
 	if nOut != 10 || nBack != 10 || out < delay || back < delay {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestCompareCLI checks compare's exit status and outputs on synthetic bench.json files
-// (the real runs are in TestTimingNightlyCompareEndToEnd).
+// (nightly_sim_test.go runs real nights of the simulator through it).
 func TestCompareCLI(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, d1, lost []float64) string {
