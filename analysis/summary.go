@@ -35,6 +35,9 @@ type Input struct {
 	Paths     []Path
 	PathModel PathModel
 	Join      *JoinStats
+	// Host, if measured (real backends), is what the host did: each window gets its
+	// verdict from it (HostVerdict).
+	Host *HostInput
 }
 
 // Span is a window in seconds from the run's start.
@@ -87,6 +90,9 @@ type Summary struct {
 	Anatomy map[string]map[string]AnatomyStats `json:"anatomy,omitempty"`
 	// AnatomyJoin says how many acknowledged writes the traces covered.
 	AnatomyJoin *JoinStats `json:"anatomy_join,omitempty"`
+	// Host holds, per window, what the host did and the verdict on the window's
+	// numbers (real backends; the simulator has no host).
+	Host map[string]*HostWindow `json:"host,omitempty"`
 }
 
 // Behind is how far a server was behind the most up-to-date one at the election.
@@ -172,6 +178,12 @@ func Summarize(in Input) (*Summary, error) {
 			lat[dc] = st
 		}
 		s.LatencyMS[w.Name] = lat
+		if in.Host != nil {
+			if s.Host == nil {
+				s.Host = map[string]*HostWindow{}
+			}
+			s.Host[w.Name] = HostVerdict(in.Host, w, in.Records)
+		}
 	}
 	for name := range in.Model {
 		if _, ok := s.LatencyMS[name]; !ok {

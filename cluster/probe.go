@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/trace"
 )
@@ -47,6 +48,30 @@ func NodeEvents(ctx context.Context, s Server) ([]event.Event, error) {
 	var ev []event.Event
 	err := getJSON(ctx, "http://"+s.Admin+"/events", &ev)
 	return ev, err
+}
+
+// NodeHiccups asks a poled's admin endpoint for its process's hiccup meter; a server
+// that runs in another's process (the local backend) has none: ok is false.
+func NodeHiccups(ctx context.Context, s Server) (r hiccup.Report, ok bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Admin+"/hiccups", nil)
+	if err != nil {
+		return r, false, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return r, false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return r, false, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return r, false, fmt.Errorf("GET /hiccups of p%d: %s", s.ID, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return r, false, fmt.Errorf("GET /hiccups of p%d: %w", s.ID, err)
+	}
+	return r, true, nil
 }
 
 // NodeTrace asks a poled's admin endpoint for its trace's marks from sequence from.

@@ -7,6 +7,8 @@ import (
 	"net/http/pprof"
 	"slices"
 	"strconv"
+
+	"github.com/polebench/polebench/hiccup"
 )
 
 // maxTracePage bounds the marks one GET /trace returns (4.7 MB at 18 bytes a mark):
@@ -57,6 +59,10 @@ func (n *Node) Cut(c Cut) {
 	n.log.Info("links cut", "peers", c.Peers, "cut", c.Cut, "broadcast_only", c.BroadcastOnly)
 }
 
+// MeterHiccups has GET /hiccups serve m's report: the process's hiccup meter, which
+// the process runs (poled does; servers in the harness's process share its meter).
+func (n *Node) MeterHiccups(m *hiccup.Meter) { n.hiccups.Store(m) }
+
 // Status reports the node's state.
 func (n *Node) Status() Status {
 	s := n.status.Load()
@@ -89,6 +95,14 @@ func (n *Node) adminHandler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Write(n.trace.Since(from, maxTracePage).AppendBinary(nil))
+	})
+	mux.HandleFunc("GET /hiccups", func(w http.ResponseWriter, _ *http.Request) {
+		m := n.hiccups.Load()
+		if m == nil {
+			http.Error(w, "hiccups: this server's process runs no hiccup meter (poled runs one; in-process servers share the harness's)", http.StatusNotFound)
+			return
+		}
+		reply(w, m.Report(fmt.Sprintf("p%d", n.cfg.ID)))
 	})
 	mux.HandleFunc("POST /cut", func(w http.ResponseWriter, r *http.Request) {
 		var c Cut

@@ -16,6 +16,7 @@ import (
 
 	"github.com/polebench/polebench/datatree"
 	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/pole"
 	"github.com/polebench/polebench/storage"
@@ -67,6 +68,8 @@ type Node struct {
 
 	timeline *event.Timeline
 	trace    *trace.Log // nil unless cfg.Trace
+	// hiccups is the process's hiccup meter, when the process runs one (poled).
+	hiccups atomic.Pointer[hiccup.Meter]
 
 	// Loop-owned state.
 	tracker *zkserver.SessionTracker // leader only

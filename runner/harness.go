@@ -195,8 +195,9 @@ func (r *trial) observer(cl cluster.Cluster, w *workload.Workload, servers []clu
 	return nemesis.Observer{
 		Before: func(ctx context.Context, f nemesis.Fault) {
 			if f.Stops() {
-				r.nodes.fetch(ctx, cl, byID[f.Server]) // its timeline and trace are gone once it is
+				r.nodes.fetch(ctx, cl, byID[f.Server]) // its timeline, trace and hiccups are gone once it is
 				r.traces.fetch(ctx, byID[f.Server])
+				r.host.fetch(ctx, byID[f.Server])
 			}
 		},
 		After: func(ctx context.Context, e nemesis.Executed) {

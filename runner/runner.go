@@ -118,6 +118,7 @@ type trial struct {
 	harness harnessLog
 	traces  *traceCollector // the servers' trace marks (the latency anatomy)
 	anat    *anatomyInput
+	host    *hostMeter // what the host did meanwhile (hiccups, CPU)
 }
 
 func (r *trial) run(ctx context.Context) (*Repetition, error) {
@@ -146,6 +147,8 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
 	defer r.teardown(ctx, cl)
+	r.host = startHostMeter(ctx)
+	defer r.host.stop()
 	servers := cl.Servers()
 	if err := writeJSON(filepath.Join(r.dir, "servers.json"), map[string]any{"servers": servers, "links": cl.Links(), "backend": sp.Backend, "flavor": sp.Flavor, "label": label}); err != nil {
 		return nil, err
@@ -199,6 +202,7 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	actx, cancelA := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancelA()
 	r.nodes.collect(actx, cl)
+	r.host.collect(actx, cl)
 	r.traces.collect(actx, servers, cl.Alive)
 	if r.anat, err = r.anatomy(r.traces, wres.Records, r.start, topo, plan); err != nil {
 		return nil, err
@@ -216,7 +220,11 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 			return nil, err
 		}
 	}
-	sum, aerr := r.analyse(tl, wres.Records, ver)
+	hostIn, err := r.host.write(r.dir, r.start)
+	if err != nil {
+		return nil, err
+	}
+	sum, aerr := r.analyse(tl, wres.Records, ver, hostIn)
 	if aerr != nil {
 		return nil, errors.Join(werr, verr, fmt.Errorf("analysis: %w", aerr))
 	}
@@ -271,10 +279,10 @@ func (r *trial) waitInitialLeader(ctx context.Context, cl cluster.Cluster) error
 }
 
 // analyse writes summary.json, the series, histograms and the plot.
-func (r *trial) analyse(tl []analysis.Record, recs []workload.Record, ver *workload.Verification) (*analysis.Summary, error) {
+func (r *trial) analyse(tl []analysis.Record, recs []workload.Record, ver *workload.Verification, host *analysis.HostInput) (*analysis.Summary, error) {
 	sp := r.o.Spec
 	ev := analysis.FindEvents(tl, analysis.Events{WarmupEnd: sp.Workload.Warmup, End: sp.Duration, InitialLeader: sp.InitialLeader})
-	in := analysis.Input{Records: recs, Events: ev, OfferedRate: sp.Rates.Total, PayloadBytes: sp.Workload.PayloadBytes}
+	in := analysis.Input{Records: recs, Events: ev, OfferedRate: sp.Rates.Total, PayloadBytes: sp.Workload.PayloadBytes, Host: host}
 	if a := r.anat; a != nil {
 		in.Paths, in.PathModel, in.Join = a.paths, a.model, &a.join
 	}

@@ -76,7 +76,19 @@ func runSpec(t *testing.T, s *spec.Spec) *analysis.Summary {
 	if sum.Requests.OK == 0 {
 		t.Fatal("no request succeeded")
 	}
-	files := []string{"summary.json", "latency.png", "requests.csv.gz", "events.jsonl", "links.json", "rtts.json", "verification.json", "spec.resolved.json", "logs/p1.log", "phases.csv.gz"}
+	files := []string{"summary.json", "latency.png", "requests.csv.gz", "events.jsonl", "links.json", "rtts.json", "verification.json", "spec.resolved.json", "logs/p1.log", "phases.csv.gz",
+		"hiccups-harness.hlog", "hiccups.csv", "host.csv"}
+	switch s.Backend {
+	case "netns", "docker", "swarm": // poled processes of their own, each with its meter
+		if s.Flavor != cluster.ZooKeeper {
+			files = append(files, "hiccups-p1.hlog")
+		}
+	}
+	for w := range sum.LatencyMS {
+		if h := sum.Host[w]; h == nil || h.Verdict == "" || !slices.Contains(h.Processes, "harness") {
+			t.Errorf("window %s: no host verdict over the harness's process: %+v", w, h)
+		}
+	}
 	if s.Flavor != cluster.ZooKeeper { // ZooKeeper's servers keep no trace to draw
 		files = append(files, "anatomy.png")
 	}

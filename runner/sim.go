@@ -73,7 +73,7 @@ func (r *trial) simulated(res *sim.Result, topo *topology.Topology, plan netem.P
 		<-written
 		return nil, err
 	}
-	sum, err := r.analyse(res.Timeline, res.Records, res.Verification)
+	sum, err := r.analyse(res.Timeline, res.Records, res.Verification, nil) // no host: virtual time
 	if werr := <-written; werr != nil {
 		return nil, werr
 	}

@@ -83,10 +83,34 @@ func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *
 		fmt.Fprintf(w, "verification: %d keys read back from %d servers, %d acknowledged writes lost, linearizability %s\n",
 			ver.Keys, len(ver.Servers), ver.LostAcknowledgedWrites, ver.Linearizability)
 	}
+	printHost(w, s)
 	printAnatomy(w, s)
 	fmt.Fprintf(w, "plot: %s\n", filepath.Join(dir, "latency.png"))
 	if len(s.Anatomy) > 0 {
 		fmt.Fprintf(w, "anatomy: %s, %s\n", filepath.Join(dir, "anatomy.png"), filepath.Join(dir, "phases.csv.gz"))
+	}
+}
+
+// printHost gives each window's verdict: whether its numbers are the system's, or
+// partly the host's, and why.
+func printHost(w io.Writer, s *analysis.Summary) {
+	for _, win := range []string{"before", "after"} {
+		h, ok := s.Host[win]
+		if !ok {
+			continue
+		}
+		busy := ""
+		if h.CPUBusyPct != nil {
+			busy = fmt.Sprintf(", CPU %.0f %% busy", *h.CPUBusyPct)
+		}
+		if h.CPUSomePct != nil {
+			busy += fmt.Sprintf(", %.0f %% pressure", *h.CPUSomePct)
+		}
+		fmt.Fprintf(w, "host %-8s %s: %.2f %% of requests overlapped a stall of %s (%d stalls over 1 ms, longest %.1f ms)%s\n",
+			win, strings.ToUpper(h.Verdict), h.StalledPct, strings.Join(h.Processes, ", "), h.Stalls, h.StallMaxMS, busy)
+		for _, r := range h.Reasons {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
 	}
 }
 
