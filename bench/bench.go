@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/cluster/backend"
 )
 
 // FormatVersion is bench.json's "format"; a reader refuses a newer one.
@@ -57,6 +58,10 @@ type Metric struct {
 	Better    Better    `json:"better"`
 	MinEffect MinEffect `json:"min_effect"`
 	Samples   []float64 `json:"samples"`
+	// Deterministic marks a simulated metric: the same build, spec and seeds give the
+	// same samples, so Compare reports any change of them (CHANGED), not only a
+	// significant one.
+	Deterministic bool `json:"deterministic,omitempty"`
 }
 
 // Median of the samples (NaN without any).
@@ -73,6 +78,13 @@ type Env struct {
 	Links []string `json:"links,omitempty"`
 	CPUs  int      `json:"cpus,omitempty"`
 	Go    string   `json:"go_version,omitempty"`
+	// Suite names the nightly suite the night ran, and Quick says it ran the suite's
+	// --quick set: nights of another suite or of the other length are no baseline.
+	Suite string `json:"suite,omitempty"`
+	Quick bool   `json:"quick,omitempty"`
+	// Planted lists the overrides `nightly --set` applied to every run entry: such a
+	// night is a planted regression, never a baseline.
+	Planted []string `json:"planted,omitempty"`
 }
 
 // File is bench.json.
@@ -82,6 +94,10 @@ type File struct {
 	Metrics []Metric `json:"metrics"` // sorted by name
 	// Incomplete names experiments with fewer samples than repetitions planned.
 	Incomplete []string `json:"incomplete,omitempty"`
+	// Fidelity is each nightly entry's verdict against its goal (nightly writes it;
+	// files of other origin have none). Added in format 1 without a bump: readers of
+	// the format ignore it.
+	Fidelity []Fidelity `json:"fidelity,omitempty"`
 }
 
 // Metric returns the metric called name.
@@ -234,11 +250,13 @@ func Collect(root string) (*File, error) {
 	}
 	f := &File{Format: FormatVersion, Metrics: []Metric{}}
 	samples := map[string][]float64{}
+	simulated := map[string]bool{} // experiment → its runs were simulated (deterministic)
 	links := map[string]bool{}
 	for _, dir := range runs {
 		var sp struct {
 			Name        string
 			Repetitions int
+			Backend     string
 		}
 		if err := readJSON(filepath.Join(dir, "spec.resolved.json"), &sp); err != nil {
 			return nil, err
@@ -247,6 +265,7 @@ func Collect(root string) (*File, error) {
 		if rel, _ := filepath.Rel(root, dir); rel != "." {
 			exp = filepath.ToSlash(rel)
 		}
+		simulated[exp] = sp.Backend == backend.Sim
 		reps, err := repDirs(dir)
 		if err != nil {
 			return nil, err
@@ -276,7 +295,8 @@ func Collect(root string) (*File, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		k := kindOf(Key(name))
-		f.Metrics = append(f.Metrics, Metric{Name: name, Unit: k.unit, Better: k.better, MinEffect: k.effect, Samples: samples[name]})
+		f.Metrics = append(f.Metrics, Metric{Name: name, Unit: k.unit, Better: k.better, MinEffect: k.effect, Samples: samples[name],
+			Deterministic: simulated[name[:strings.LastIndex(name, "/")]]})
 	}
 	f.Env.Links = slices.Sorted(maps.Keys(links))
 	return f, nil

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -23,6 +24,11 @@ const (
 	LostWrites Verdict = "LOST WRITES"
 	Missing    Verdict = "MISSING" // measured in old, not in new: the run lost a window or failed
 	New        Verdict = "new"     // only in new
+	// Changed is a deterministic (simulated) metric whose samples differ at all: the
+	// simulation computes something else now. It is reported with both nights'
+	// commits and does not fail; a change the worse way by at least the metric's
+	// minimum effect is a Regressed instead.
+	Changed Verdict = "CHANGED"
 )
 
 // Fails says whether the verdict fails the comparison.
@@ -55,6 +61,9 @@ type Comparison struct {
 	Rows     []Row
 	Old, New Env
 	Notes    []string // incomplete experiments, baseline description
+	// Fidelity is the new night's verdicts against the entries' goals, shown beside
+	// the comparison; they do not change its outcome (nightly fails on a miss).
+	Fidelity []Fidelity
 }
 
 // Failures counts the rows that fail the comparison.
@@ -76,7 +85,10 @@ func Compare(old, cur *File, alpha float64) (*Comparison, error) {
 	if alpha <= 0 || alpha >= 1 {
 		return nil, fmt.Errorf("bench: alpha %v not in (0, 1)", alpha)
 	}
-	c := &Comparison{Alpha: alpha, Old: old.Env, New: cur.Env}
+	c := &Comparison{Alpha: alpha, Old: old.Env, New: cur.Env, Fidelity: cur.Fidelity}
+	if len(cur.Env.Planted) > 0 {
+		c.Notes = append(c.Notes, "new: a planted regression (nightly --set "+strings.Join(cur.Env.Planted, " --set ")+")")
+	}
 	for _, s := range old.Incomplete {
 		c.Notes = append(c.Notes, "old: "+s)
 	}
@@ -115,6 +127,8 @@ func Compare(old, cur *File, alpha float64) (*Comparison, error) {
 			r.Note = "not measured in new"
 		case o == nil || len(o.Samples) == 0:
 			r.Verdict = New
+		case ref.Deterministic:
+			sameOrChanged(&r, ref.MinEffect, old.Env, cur.Env)
 		default:
 			if err := judge(&r, ref.MinEffect, alpha); err != nil {
 				return nil, fmt.Errorf("bench: %s: %w", name, err)
@@ -153,6 +167,41 @@ func judge(r *Row, eff MinEffect, alpha float64) error {
 	return nil
 }
 
+// sameOrChanged judges a deterministic metric: its samples are what the simulation
+// computed for fixed seeds, so equal samples are Same and any difference is a change,
+// with no test; it fails only as a Regressed (the worse way by the minimum effect).
+func sameOrChanged(r *Row, eff MinEffect, old, cur Env) {
+	if slices.Equal(r.Old, r.New) {
+		r.Verdict, r.Note = Same, "identical (simulated)"
+		return
+	}
+	note := "simulated; " + commits(old, cur)
+	delta := r.NewMedian - r.OldMedian
+	th := eff.Threshold(r.OldMedian)
+	switch worse := (delta > 0) == (r.Better == Lower); {
+	case delta != 0 && abs(delta) >= th && worse:
+		r.Verdict = Regressed
+	case delta != 0 && abs(delta) >= th:
+		r.Verdict, note = Changed, note+"; better"
+	default:
+		r.Verdict, note = Changed, note+fmt.Sprintf("; below the minimum effect %s", fmtNum(th, r.Unit))
+	}
+	r.Note = note
+}
+
+// commits says what changed a simulated number: a planted setting, or the build
+// (both nights' commits).
+func commits(old, cur Env) string {
+	o, n := cmp.Or(short(old.Commit), "unknown commit"), cmp.Or(short(cur.Commit), "unknown commit")
+	switch {
+	case len(cur.Planted) > 0:
+		return "planted --set " + strings.Join(cur.Planted, " --set ")
+	case o == n:
+		return "same commit " + n + ": another environment, or not deterministic"
+	}
+	return o + " → " + n
+}
+
 // MinP is the smallest two-sided p-value the exact test can give for samples of n1 and
 // n2 without ties: 2 / C(n1+n2, n1). With 3+3 it is 0.1, so at alpha 0.05 a
 // comparison needs 4+4 samples at least (0.029); 5+5 give 0.0079.
@@ -182,7 +231,25 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	return err
+	if err != nil || len(c.Fidelity) == 0 {
+		return err
+	}
+	fmt.Fprintf(w, "\nfidelity of the new night (%s):\n", fidelityCount(c.Fidelity))
+	return WriteFidelityText(w, c.Fidelity)
+}
+
+// fidelityCount says how many entries met and missed their goals.
+func fidelityCount(fs []Fidelity) string {
+	met, missed := 0, 0
+	for _, fd := range fs {
+		switch fd.Verdict {
+		case FidelityMet:
+			met++
+		case FidelityMissed:
+			missed++
+		}
+	}
+	return fmt.Sprintf("%d of %d entries met their goal, %d missed", met, len(fs), missed)
 }
 
 // WriteMarkdown writes the comparison as a Markdown table (a CI job summary): failing
@@ -192,8 +259,11 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	if f := c.Failures(); f > 0 {
 		title = fmt.Sprintf("%d failing metric(s)", f)
 	}
+	if m := len(FidelityMisses(c.Fidelity)); m > 0 {
+		title += fmt.Sprintf("; %d fidelity miss(es)", m)
+	}
 	fmt.Fprintf(w, "### Nightly benchmarks: %s\n\n", title)
-	fmt.Fprintf(w, "Old: %s  \nNew: %s\n\n", envLine(c.Old), envLine(c.New))
+	fmt.Fprintf(w, "Old: %s  \nNew: %s\n\n", EnvLine(c.Old), EnvLine(c.New))
 	fmt.Fprintln(w, "| metric | old | new | delta | p | n | verdict |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|---|")
 	rows := slices.Clone(c.Rows)
@@ -219,14 +289,19 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(w, "\n- %s", n)
 	}
 	_, err := fmt.Fprintln(w)
-	return err
+	if err != nil || len(c.Fidelity) == 0 {
+		return err
+	}
+	fmt.Fprintf(w, "\n#### Fidelity of the new night: %s\n\n", fidelityCount(c.Fidelity))
+	return WriteFidelityMarkdown(w, c.Fidelity, false)
 }
 
 func (c *Comparison) footer() string {
-	return fmt.Sprintf("old and new are medians; p: two-sided Mann-Whitney U (exact without ties, else normal with tie correction), alpha %g; a significant change smaller than the metric's minimum effect is ~; %d failing", c.Alpha, c.Failures())
+	return fmt.Sprintf("old and new are medians; p: two-sided Mann-Whitney U (exact without ties, else normal with tie correction), alpha %g; a significant change smaller than the metric's minimum effect is ~; a simulated metric has no test: any change is CHANGED, a REGRESSION if worse by the minimum effect; %d failing", c.Alpha, c.Failures())
 }
 
-func envLine(e Env) string {
+// EnvLine describes where a night ran, in one line.
+func EnvLine(e Env) string {
 	var parts []string
 	if !e.Date.IsZero() {
 		parts = append(parts, e.Date.Format("2006-01-02 15:04Z"))
@@ -241,6 +316,16 @@ func envLine(e Env) string {
 	}
 	if len(e.Links) > 0 {
 		parts = append(parts, "links "+strings.Join(e.Links, "+"))
+	}
+	if e.Suite != "" {
+		s := "suite " + e.Suite
+		if e.Quick {
+			s += " --quick"
+		}
+		parts = append(parts, s)
+	}
+	if len(e.Planted) > 0 {
+		parts = append(parts, "PLANTED "+strings.Join(e.Planted, " "))
 	}
 	if len(parts) == 0 {
 		return "(unknown)"

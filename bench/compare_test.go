@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -155,4 +156,83 @@ func squash(s string) string {
 		lines = append(lines, strings.Join(strings.Fields(l), " "))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestCompareDeterministic: a simulated metric has no test; equal samples are ~, any
+// difference is CHANGED naming both commits, and a REGRESSION (failing) only when worse
+// by the minimum effect.
+func TestCompareDeterministic(t *testing.T) {
+	sim := func(name string, xs ...float64) Metric {
+		m := latency(name, xs)
+		m.Deterministic = true
+		return m
+	}
+	night := func(commit string, planted []string, ms ...Metric) *File {
+		f := fileOf(ms...)
+		f.Env.Commit, f.Env.Planted = commit, planted
+		return f
+	}
+	const d1 = "s/latency.mean.before.D1"
+	tests := []struct {
+		name     string
+		old, cur *File
+		verdict  Verdict
+		note     string
+		failures int
+	}{
+		{"identical", night("aaa", nil, sim(d1, 21.55, 21.6, 21.5, 21.58)), night("bbb", nil, sim(d1, 21.55, 21.6, 21.5, 21.58)), Same, "identical (simulated)", 0},
+		// One repetition moved by 0.01 ms: far below any test's reach, still a change.
+		{"tiny change", night("aaa", nil, sim(d1, 21.55, 21.6, 21.5, 21.58)), night("bbb", nil, sim(d1, 21.55, 21.61, 21.5, 21.58)), Changed,
+			"simulated; aaa → bbb; below the minimum effect 1.08 ms", 0},
+		{"order of the samples", night("aaa", nil, sim(d1, 1, 2)), night("aaa", nil, sim(d1, 2, 1)), Changed,
+			"simulated; same commit aaa: another environment, or not deterministic; below the minimum effect 1.00 ms", 0},
+		{"better by the effect", night("aaa", nil, sim(d1, 24, 24, 24)), night("bbb", nil, sim(d1, 21, 21, 21)), Changed, "simulated; aaa → bbb; better", 0},
+		// Worse by 3 ms: a regression with 3 samples a side, where the test could never say so.
+		{"worse by the effect", night("aaa", nil, sim(d1, 21, 21, 21)), night("bbb", nil, sim(d1, 24, 24, 24)), Regressed, "simulated; aaa → bbb", 1},
+		{"planted", night("aaa", nil, sim(d1, 21, 21, 21)), night("aaa", []string{"intra-dc-rtt=3"}, sim(d1, 24, 24, 24)), Regressed,
+			"simulated; planted --set intra-dc-rtt=3", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Compare(tc.old, tc.cur, DefaultAlpha)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Rows[0]
+			if r.Verdict != tc.verdict || r.Note != tc.note || c.Failures() != tc.failures || !math.IsNaN(r.P) {
+				t.Errorf("verdict %q (%s), %d failing, p %v; want %q (%s), %d failing", r.Verdict, r.Note, c.Failures(), r.P, tc.verdict, tc.note, tc.failures)
+			}
+		})
+	}
+}
+
+// TestCompareShowsFidelity: the new night's verdicts follow the comparison.
+func TestCompareShowsFidelity(t *testing.T) {
+	old := fileOf(latency("e/latency.mean.before.D1", []float64{21, 21.1, 20.9, 21.2, 20.95}))
+	cur := fileOf(latency("e/latency.mean.before.D1", []float64{21, 21.1, 20.9, 21.2, 20.95}))
+	cur.Env.Suite, cur.Env.Quick, cur.Env.Planted = "default", true, []string{"intra-dc-rtt=3"}
+	cur.Fidelity = []Fidelity{{Entry: "e", Backend: "local", Goal: Goal{MeasuredMinusModelMS: &Range{Min: -1, Max: 1}}, Verdict: FidelityMissed,
+		Checks: []Check{{What: "measured_minus_model.before.D1", Value: 1.4, Unit: "ms", Bound: "in [-1, +1]", Margin: -0.4, Kind: "measured_minus_model"}},
+		Host:   HostVerdict{Verdict: HostNotMeasured}}}
+	c, err := Compare(old, cur, DefaultAlpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md bytes.Buffer
+	c.WriteText(&text)
+	c.WriteMarkdown(&md)
+	for _, want := range []string{"fidelity of the new night (0 of 1 entries met their goal, 1 missed):", "e local MISSED", "note: new: a planted regression (nightly --set intra-dc-rtt=3)"} {
+		if !strings.Contains(squash(text.String()), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{"### Nightly benchmarks: no regression; 1 fidelity miss(es)", "suite default --quick, PLANTED intra-dc-rtt=3",
+		"#### Fidelity of the new night: 0 of 1 entries met their goal, 1 missed", "| `e` | local | **MISSED** |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if c.Failures() != 0 {
+		t.Errorf("a fidelity miss fails the comparison")
+	}
 }

@@ -29,6 +29,8 @@ type NightMetric struct {
 	MinEffect MinEffect `json:"min_effect"`
 	Samples   []float64 `json:"samples"`
 	Median    float64   `json:"median"`
+	// Deterministic: a simulated metric (Metric.Deterministic).
+	Deterministic bool `json:"deterministic,omitempty"`
 }
 
 // NightOf is f as a line of the history; a zero date becomes now.
@@ -41,7 +43,7 @@ func NightOf(f *File) Night {
 		if len(m.Samples) == 0 {
 			continue
 		}
-		n.Metrics[m.Name] = NightMetric{Unit: m.Unit, Better: m.Better, MinEffect: m.MinEffect, Samples: m.Samples, Median: m.Median()}
+		n.Metrics[m.Name] = NightMetric{Unit: m.Unit, Better: m.Better, MinEffect: m.MinEffect, Samples: m.Samples, Median: m.Median(), Deterministic: m.Deterministic}
 	}
 	return n
 }
@@ -104,7 +106,9 @@ var ErrNoBaseline = errors.New("the history has no night yet")
 
 // Baseline is the last k nights of a history as one File to compare with: each
 // metric's samples from those nights pooled, so its median (the "old" of Compare) is
-// the median of the last k nights and the test sees the night-to-night spread.
+// the median of the last k nights and the test sees the night-to-night spread. A
+// deterministic metric keeps the samples of the last night that has it: pooling
+// identical nights adds nothing, and a change is judged against the newest.
 func Baseline(nights []Night, k int) (*File, error) {
 	if k < 1 {
 		return nil, fmt.Errorf("bench: baseline of %d nights", k)
@@ -117,8 +121,12 @@ func Baseline(nights []Night, k int) (*File, error) {
 	for _, n := range last {
 		for name, m := range n.Metrics {
 			p := pooled[name]
-			p.Name, p.Unit, p.Better, p.MinEffect = name, m.Unit, m.Better, m.MinEffect
-			p.Samples = append(p.Samples, m.Samples...)
+			p.Name, p.Unit, p.Better, p.MinEffect, p.Deterministic = name, m.Unit, m.Better, m.MinEffect, m.Deterministic
+			if m.Deterministic {
+				p.Samples = m.Samples // nights are oldest first: the last one stays
+			} else {
+				p.Samples = append(p.Samples, m.Samples...)
+			}
 			pooled[name] = p
 		}
 	}
@@ -128,4 +136,19 @@ func Baseline(nights []Night, k int) (*File, error) {
 	}
 	f.Env.Date = last[len(last)-1].Date
 	return f, nil
+}
+
+// Comparable keeps the nights that may be a baseline for a night measured in cur: not
+// planted (nightly --set), of the same suite (a night that names none matches any),
+// and of the same length (--quick or not: shorter runs measure other windows). It
+// returns how many it left out.
+func Comparable(nights []Night, cur Env) (kept []Night, skipped int) {
+	for _, n := range nights {
+		if len(n.Env.Planted) > 0 || n.Env.Quick != cur.Quick || (n.Env.Suite != "" && cur.Suite != "" && n.Env.Suite != cur.Suite) {
+			skipped++
+			continue
+		}
+		kept = append(kept, n)
+	}
+	return kept, skipped
 }

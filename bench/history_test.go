@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -168,5 +169,69 @@ func TestCollect(t *testing.T) {
 	}
 	if _, err := Load(t.TempDir()); err == nil || !strings.Contains(err.Error(), "no run directory") {
 		t.Errorf("empty directory: %v", err)
+	}
+}
+
+// TestCollectSimulated: a simulated run's metrics are marked deterministic.
+func TestCollectSimulated(t *testing.T) {
+	root := t.TempDir()
+	for name, backend := range map[string]string{"sim-two-dc": "sim", "two-dc": "local"} {
+		run := filepath.Join(root, name)
+		os.MkdirAll(run, 0o755)
+		if err := os.WriteFile(filepath.Join(run, "spec.resolved.json"), []byte(`{"Name": "two-dc", "Repetitions": 1, "Backend": "`+backend+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		el := 250.0
+		if err := (&analysis.Summary{ElectionMS: &el}).WriteFile(filepath.Join(run, "summary.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Collect(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range f.Metrics {
+		if m.Deterministic != strings.HasPrefix(m.Name, "sim-") {
+			t.Errorf("%s: deterministic %v", m.Name, m.Deterministic)
+		}
+	}
+}
+
+// TestBaselineSimulatedAndComparable: a simulated metric's baseline is the last
+// night's samples, not the pool; planted nights, nights of the other length (--quick)
+// and of another suite are left out.
+func TestBaselineSimulatedAndComparable(t *testing.T) {
+	day := time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC)
+	var nights []Night
+	for i, env := range []Env{
+		{Suite: "default"},
+		{Suite: "default", Planted: []string{"intra-dc-rtt=3"}},
+		{Suite: "default", Quick: true},
+		{Suite: "other"},
+		{}, // before nights named their suite
+		{Suite: "default"},
+	} {
+		sim := latency("sim/latency.mean.before.D1", []float64{21 + float64(i), 21 + float64(i)})
+		sim.Deterministic = true
+		f := fileOf(sim, latency("real/latency.mean.before.D1", []float64{21, 21.1}))
+		env.Date, env.Commit = day.AddDate(0, 0, i), fmt.Sprint("c", i)
+		f.Env = env
+		nights = append(nights, NightOf(f))
+	}
+	kept, skipped := Comparable(nights, Env{Suite: "default"})
+	if len(kept) != 3 || skipped != 3 || kept[0].Commit != "c0" || kept[1].Commit != "c4" || kept[2].Commit != "c5" {
+		t.Fatalf("kept %d (skipped %d): %+v", len(kept), skipped, kept)
+	}
+	if q, _ := Comparable(nights, Env{Suite: "default", Quick: true}); len(q) != 1 || q[0].Commit != "c2" {
+		t.Errorf("quick nights: %+v", q)
+	}
+	base, err := Baseline(kept, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, _ := base.Metric("sim/latency.mean.before.D1")
+	pooled, _ := base.Metric("real/latency.mean.before.D1")
+	if !sim.Deterministic || !slices.Equal(sim.Samples, []float64{26, 26}) || len(pooled.Samples) != 6 || base.Env.Commit != "c5" {
+		t.Errorf("baseline: sim %+v, real %+v, env %+v", sim, pooled, base.Env)
 	}
 }
