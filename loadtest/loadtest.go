@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -39,19 +40,22 @@ const (
 
 // Config is one benchmark: every combination of Flavors, Servers and Fsync.
 type Config struct {
-	Flavors     []string // backend.FlavorPoled, backend.FlavorZooKeeper
-	Servers     []int    // ensemble sizes, e.g. 3 and 5
-	Fsync       []bool   // fsync of the log before acknowledging, on and/or off
-	Mode        string   // Closed or Open
-	Clients     int      // client sessions, spread round-robin over the servers
-	Rate        float64  // Open: total writes/s
-	Payload     int      // bytes per setData
-	Keys        int      // znodes the writes go to (client i writes key i mod Keys)
-	Warmup      time.Duration
-	Duration    time.Duration // of one measurement window
-	Repetitions int           // windows per flavor and setting
-	Progress    *progress.Line
-	Log         *slog.Logger
+	Flavors []string // backend.FlavorPoled, backend.FlavorZooKeeper
+	Servers []int    // ensemble sizes, e.g. 3 and 5
+	Fsync   []bool   // fsync of the log before acknowledging, on and/or off
+	Mode    string   // Closed or Open
+	Clients int      // client sessions, spread round-robin over the servers
+	Rate    float64  // Open: total writes/s
+	Payload int      // bytes per setData
+	Keys    int      // znodes the writes go to (client i writes key i mod Keys)
+	Warmup  time.Duration
+	// FlavorWarmup replaces Warmup for the flavors it names: ZooKeeper's JIT needs
+	// longer than poled before its windows stop rising.
+	FlavorWarmup map[string]time.Duration
+	Duration     time.Duration // of one measurement window
+	Repetitions  int           // windows per flavor and setting
+	Progress     *progress.Line
+	Log          *slog.Logger
 }
 
 // Defaults fills unset fields.
@@ -114,10 +118,20 @@ func (c *Config) Check() error {
 		return fmt.Errorf("--payload: %d bytes: 0 to 1 MiB (ZooKeeper's jute.maxbuffer)", c.Payload)
 	case c.Duration <= 0 || c.Warmup < 0:
 		return fmt.Errorf("--duration must be positive and --warmup not negative")
+	case slices.ContainsFunc(slices.Collect(maps.Values(c.FlavorWarmup)), func(d time.Duration) bool { return d < 0 }):
+		return fmt.Errorf("a flavor's warm-up is negative: %v", c.FlavorWarmup)
 	case c.Repetitions < 1:
 		return fmt.Errorf("--repetitions: %d: at least 1", c.Repetitions)
 	}
 	return nil
+}
+
+// WarmupOf is how long flavor is warmed up before its first window.
+func (c *Config) WarmupOf(flavor string) time.Duration {
+	if d, ok := c.FlavorWarmup[flavor]; ok {
+		return d
+	}
+	return c.Warmup
 }
 
 // Setting is one combination the benchmark measures.
@@ -216,9 +230,9 @@ func runSetting(ctx context.Context, c Config, s Setting) (map[string][]Window, 
 		}
 	}
 	for _, t := range targets {
-		if c.Warmup > 0 {
-			c.Progress.Update("%v: warming up %s for %v", s, t.flavor, c.Warmup)
-			if _, err := measure(ctx, c, t, c.Warmup); err != nil {
+		if w := c.WarmupOf(t.flavor); w > 0 {
+			c.Progress.Update("%v: warming up %s for %v", s, t.flavor, w)
+			if _, err := measure(ctx, c, t, w); err != nil {
 				return out, fmt.Errorf("%s: warm-up: %w", t.flavor, err)
 			}
 		}

@@ -75,6 +75,41 @@ func (r *Result) WriteTable(w io.Writer) error {
 	return err
 }
 
+// WriteTrends prints, per setting and flavor, whether writes/s moved over the windows
+// in the order they were measured: Sen's slope per window and the two-sided
+// Mann-Kendall p-value. A trend (p < bench.TrendAlpha) says the warm-up was too short
+// for that flavor (a JIT still compiling, a cache still filling), so its windows are
+// not its steady state.
+func (r *Result) WriteTrends(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "setting\tflavor\tslope writes/s per window\tof median\tMann-Kendall S\tp\ttrend\t\n")
+	for _, s := range r.Order {
+		for _, f := range r.flavors(s) {
+			ws := samples(r.Runs[s][f], func(w Window) float64 { return w.WritesPerSec })
+			t, err := bench.MannKendall(ws)
+			if err != nil {
+				fmt.Fprintf(tw, "%v\t%s\t-\t-\t-\t-\t%d window(s)\t\n", s, f, len(ws))
+				continue
+			}
+			verdict := "none"
+			switch {
+			case t.P < bench.TrendAlpha && t.S > 0:
+				verdict = "RISING"
+			case t.P < bench.TrendAlpha:
+				verdict = "FALLING"
+			case len(ws) < bench.TrendMinN:
+				verdict = fmt.Sprintf("none (%d windows cannot show one)", len(ws))
+			}
+			fmt.Fprintf(tw, "%v\t%s\t%+.0f\t%+.1f%%\t%d\t%.3f\t%s\t\n", s, f, t.Slope, 100*t.Slope/bench.Median(ws), t.S, t.P, verdict)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "trend of writes/s over the windows in the order measured: Sen's slope, two-sided Mann-Kendall test at alpha %g (at least %d windows to reach it)\n", bench.TrendAlpha, bench.TrendMinN)
+	return err
+}
+
 func rateNote(rate float64) string {
 	if rate > 0 {
 		return fmt.Sprintf(" at %.0f writes/s in all", rate)

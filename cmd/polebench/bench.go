@@ -86,6 +86,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := res.WriteTable(&table); err != nil {
 		return err
 	}
+	table.WriteString("\n")
+	if err := res.WriteTrends(&table); err != nil {
+		return err
+	}
 	fmt.Fprint(stdout, table.String())
 	if err := os.WriteFile(filepath.Join(*out, "table.txt"), []byte(table.String()), 0o644); err != nil {
 		return err
