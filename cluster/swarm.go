@@ -189,10 +189,9 @@ func NewSwarmWith(ctx context.Context, opts Options, sc SwarmConfig) (Cluster, e
 		cli.Close()
 		return nil, fmt.Errorf("swarm backend: %w", err)
 	}
-	if info.Swarm.LocalNodeState != swarm.LocalNodeStateActive || !info.Swarm.ControlAvailable {
+	if err := swarmManager(cli, info); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("swarm backend: the Docker engine at %s is not a swarm manager (swarm %s): run `docker swarm init` there, or point DOCKER_HOST at a manager",
-			cli.DaemonHost(), cmp.Or(string(info.Swarm.LocalNodeState), "inactive"))
+		return nil, fmt.Errorf("swarm backend: %w", err)
 	}
 	s := &swarmCluster{cli: cli, log: log.With("backend", "swarm", "run", label), label: label, name: swarmName(label)}
 	s.engines = swarmConnectEngines(ctx, cli, info.Swarm.NodeID, info.Swarm.Cluster.ID, sc.Engines, s.log)
