@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/polebench/polebench/bench"
@@ -18,44 +18,27 @@ import (
 	"github.com/polebench/polebench/runner"
 )
 
-// KindRun runs the entry's spec with runner.Run, on the spec's backend.
-const KindRun = "run"
-
-// kind runs one entry into dir, leaving run directories (spec.resolved.json, and
-// summary.json per repetition) that bench.Collect reads. A write benchmark of poled, or
-// anything else that does not go through the runner, is one more entry here, writing
-// a run directory of its own.
-type kind func(ctx context.Context, e Entry, dir string, o Options) error
-
-var kinds = map[string]kind{
-	KindRun: func(ctx context.Context, e Entry, dir string, o Options) error {
-		_, err := runner.Run(ctx, runner.Options{Spec: e.Resolved, Out: dir, Log: o.Log.With("experiment", e.Name)})
-		return err
-	},
-}
-
-func kindNames() []string { return sorted(slices.Collect(maps.Keys(kinds))) }
-
-func sorted(s []string) []string {
-	sort.Strings(s)
-	return s
-}
-
 // Options configure Run.
 type Options struct {
-	// Out is the night's directory: one run directory per entry, and bench.json. It
-	// must not exist or be empty.
+	// Out is the night's directory: one directory per entry, bench.json and
+	// fidelity.md. It must not exist or be empty.
 	Out string
 	Log *slog.Logger
-	// Progress gets a status line and a line per finished entry; nil: quiet.
+	// Progress gets a status line, a line per finished entry and the fidelity table;
+	// nil: quiet.
 	Progress io.Writer
 	// Version is the polebench version recorded in bench.json.
 	Version string
 }
 
-// Run runs every entry of the suite in order and writes Out/bench.json from the run
-// directories. A failed entry does not stop the others; bench.json is written with
-// what was measured, and the entries' errors are returned joined.
+// FidelityFile is the night's fidelity report, beside bench.json.
+const FidelityFile = "fidelity.md"
+
+// Run runs every entry of the suite in order (an entry this machine cannot run, for
+// want of root, Docker or Java, fails at once and says why), writes Out/bench.json from
+// the entries' directories with each entry's fidelity verdict, and Out/fidelity.md.
+// A failed entry does not stop the others. The error joins the entries' errors and
+// names the entries that missed their fidelity goal.
 func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
 	if o.Out == "" {
 		return nil, errors.New("nightly: no output directory")
@@ -73,16 +56,31 @@ func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
 		return nil, fmt.Errorf("nightly: %w", err)
 	}
 	line := progress.New(o.Progress)
-	var total time.Duration
-	for _, e := range s.Entries {
-		total += e.Planned()
+	total := s.Planned()
+	line.Note("suite %s%s: %d entries, about %v planned%s", s.Name, map[bool]string{true: " --quick"}[s.Quick], len(s.Entries),
+		roughly(total), plantedNote(s))
+	// What this machine lacks is said before anything runs, not after an hour.
+	cannot := map[string]error{}
+	for i, e := range s.Entries {
+		if err := kinds[e.Kind].check(ctx, e); err != nil {
+			cannot[e.Name] = fmt.Errorf("cannot run on this machine: %w", err)
+			line.Note("[%d/%d %s] will fail: %v", i+1, len(s.Entries), e.Name, cannot[e.Name])
+		}
 	}
 	start := time.Now()
 	var done time.Duration // planned time of the finished entries
 	var errs []error
+	failed := map[string]error{}
 	for i, e := range s.Entries {
 		label := fmt.Sprintf("[%d/%d %s]", i+1, len(s.Entries), e.Name)
-		line.Note("%s %s, %d × %v (%s)", label, e.Resolved.Name, e.Resolved.Repetitions, e.Resolved.Duration, e.Pos)
+		if err := cannot[e.Name]; err != nil {
+			failed[e.Name] = err
+			errs = append(errs, fmt.Errorf("%s (%s): %w", e.Name, e.Pos, err))
+			line.Note("%s failed: %v", label, err)
+			total -= e.Planned()
+			continue
+		}
+		line.Note("%s %s, about %v (%s)", label, describe(e), e.Planned().Round(time.Second), e.Pos)
 		entryStart := time.Now()
 		stop := make(chan struct{})
 		ticked := make(chan struct{})
@@ -102,11 +100,12 @@ func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
 			}
 		}()
 		dir := filepath.Join(o.Out, e.Name)
-		err := kinds[e.Kind](ctx, e, dir, o)
+		err := kinds[e.Kind].run(ctx, e, dir, runEnv{log: o.Log.With("experiment", e.Name), line: line})
 		close(stop)
 		<-ticked
 		done += e.Planned()
 		if err != nil {
+			failed[e.Name] = err
 			errs = append(errs, fmt.Errorf("%s (%s): %w", e.Name, e.Pos, err))
 			line.Note("%s failed after %v: %v", label, time.Since(entryStart).Round(time.Second), err)
 		} else {
@@ -117,16 +116,127 @@ func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
 		}
 	}
 	line.Done()
-	f, err := bench.Collect(o.Out)
+	f, err := collect(o.Out, s)
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...)
 	}
 	links := f.Env.Links
 	f.Env = bench.HostEnv(context.WithoutCancel(ctx), o.Version)
-	f.Env.Links = links
+	f.Env.Links, f.Env.Suite, f.Env.Quick = links, s.Name, s.Quick
+	for _, st := range s.Planted {
+		f.Env.Planted = append(f.Env.Planted, st.String())
+	}
+	for _, e := range s.Entries {
+		fd := e.Goal.Judge(f, e.Name)
+		fd.Kind, fd.Backend = e.Kind, e.Where()
+		if err := failed[e.Name]; err != nil && fd.Verdict == bench.FidelityNoData {
+			fd.Note = "the entry failed: " + firstLine(err.Error())
+		}
+		f.Fidelity = append(f.Fidelity, fd)
+	}
 	if err := f.WriteFile(filepath.Join(o.Out, bench.FileName)); err != nil {
 		errs = append(errs, err)
 	}
-	line.Note("%s: %d metrics from %d experiments in %v", filepath.Join(o.Out, bench.FileName), len(f.Metrics), len(s.Entries), time.Since(start).Round(time.Second))
+	if err := writeFidelity(filepath.Join(o.Out, FidelityFile), f); err != nil {
+		errs = append(errs, err)
+	}
+	line.Note("%s: %d metrics from %d entries in %v", filepath.Join(o.Out, bench.FileName), len(f.Metrics), len(s.Entries), time.Since(start).Round(time.Second))
+	if o.Progress != nil {
+		fmt.Fprintln(o.Progress, "\nfidelity (goal met or not, on the medians over the repetitions; regression is `polebench compare`):")
+		bench.WriteFidelityText(o.Progress, f.Fidelity)
+	}
+	if m := bench.FidelityMisses(f.Fidelity); len(m) > 0 {
+		errs = append(errs, fmt.Errorf("fidelity goal missed by %s (see %s)", strings.Join(m, ", "), filepath.Join(o.Out, FidelityFile)))
+	}
 	return f, errors.Join(errs...)
+}
+
+// roughly rounds a planned time to what an estimate is worth.
+func roughly(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Minute)
+}
+
+func plantedNote(s *Suite) string {
+	if len(s.Planted) == 0 {
+		return ""
+	}
+	return "; PLANTED on every run entry: --set " + settingsString(s.Planted)
+}
+
+func describe(e Entry) string {
+	if e.Kind == KindRun {
+		return fmt.Sprintf("%s on %s, %d × %v", e.Resolved.Name, e.Where(), e.Resolved.Repetitions, e.Resolved.Duration)
+	}
+	return fmt.Sprintf("write benchmark on %s, %d windows of %v", e.Where(), e.Load.Repetitions, e.Load.Duration)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// collect builds the night's bench.File: the run entries' directories through
+// bench.Collect, and each bench entry's own bench.json with its metrics put under the
+// entry's name.
+func collect(out string, s *Suite) (*bench.File, error) {
+	f := &bench.File{Format: bench.FormatVersion, Metrics: []bench.Metric{}}
+	if slices.ContainsFunc(s.Entries, func(e Entry) bool {
+		return e.Kind == KindRun && exists(filepath.Join(out, e.Name, "spec.resolved.json"))
+	}) {
+		var err error
+		if f, err = bench.Collect(out); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range s.Entries {
+		p := filepath.Join(out, e.Name, bench.FileName)
+		if e.Kind != KindBench || !exists(p) {
+			continue
+		}
+		bf, err := bench.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range bf.Metrics {
+			if strings.HasSuffix(m.Name, ".writes_per_s") && len(m.Samples) < e.Load.Repetitions {
+				f.Incomplete = append(f.Incomplete, fmt.Sprintf("%s/%s: %d of %d windows", e.Name, strings.TrimSuffix(m.Name, ".writes_per_s"), len(m.Samples), e.Load.Repetitions))
+			}
+			m.Name = e.Name + "/" + m.Name
+			f.Metrics = append(f.Metrics, m)
+		}
+	}
+	sort.Slice(f.Metrics, func(i, j int) bool { return f.Metrics[i].Name < f.Metrics[j].Name })
+	return f, nil
+}
+
+// writeFidelity writes fidelity.md: the night, the table, and every check.
+func writeFidelity(path string, f *bench.File) error {
+	var b strings.Builder
+	b.WriteString("# Fidelity of the night\n\n")
+	fmt.Fprintf(&b, "%s\n\n", bench.EnvLine(f.Env))
+	b.WriteString("Each entry's goal is judged on the medians over its repetitions (a write benchmark: over its windows). " +
+		"`fidelity` says whether the goal was met; `host` will say whether the machine was quiet enough for the timing to count " +
+		"(not measured yet). Regression against earlier nights is `polebench compare`'s verdict, not this one.\n\n")
+	if err := bench.WriteFidelityMarkdown(&b, f.Fidelity, true); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("nightly: %w", err)
+	}
+	return nil
+}
+
+// runEnv is what an entry's run gets from Run.
+type runEnv struct {
+	log  *slog.Logger
+	line *progress.Line
+}
+
+// runRun runs a run entry's spec with runner.Run, on the spec's backend.
+func runRun(ctx context.Context, e Entry, dir string, env runEnv) error {
+	_, err := runner.Run(ctx, runner.Options{Spec: e.Resolved, Out: dir, Log: env.log})
+	return err
 }

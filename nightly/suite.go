@@ -1,6 +1,8 @@
-// Package nightly runs the nightly benchmark suite: a YAML list of short experiments
-// (a shipped default is embedded), each run through the runner into a directory of
-// its own, then bench.json built from those run directories (package bench).
+// Package nightly runs the nightly benchmark suite: a YAML list of entries (a shipped
+// default is embedded), each a short experiment run through the runner or a write
+// benchmark of poled against ZooKeeper, into a directory of its own; then bench.json
+// built from those directories (package bench), with each entry's fidelity verdict
+// against the goal the suite gives it.
 package nightly
 
 import (
@@ -12,11 +14,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/loadtest"
 	"github.com/polebench/polebench/spec"
 )
 
@@ -28,32 +34,43 @@ var DefaultSuite []byte
 // DefaultSuiteName is how errors name the shipped suite.
 const DefaultSuiteName = "nightly/suite.yaml"
 
-// Suite is a parsed suite file.
+// Suite is a parsed suite file, or the selection of it that runs (Select).
 type Suite struct {
 	Name    string
 	File    string
 	Text    []byte // as read, kept in the night's directory
 	Entries []Entry
+	// Quick says Select picked the --quick set; Planted are the overrides Select
+	// applied to every run entry (nightly --set).
+	Quick   bool
+	Planted []spec.Setting
 }
 
 // Entry is one experiment of a suite.
 type Entry struct {
 	Name string         // directory name below the output, and the metrics' prefix
-	Kind string         // how it runs: a key of kinds ("run")
-	Spec string         // shipped spec name or file
-	Set  []spec.Setting // overrides, in order
-	Pos  string         // file:line of the entry
-	// Resolved is the spec with the settings applied, checked when the suite is parsed.
+	Kind string         // how it runs: a key of kinds (KindRun, KindBench)
+	Spec string         // KindRun: shipped spec name or file
+	Set  []spec.Setting // settings, in order: the spec's overrides, or the benchmark's
+	// InQuick puts the entry in the --quick set, with Quick applied after Set.
+	InQuick bool
+	Quick   []spec.Setting
+	Goal    bench.Goal
+	Pos     string // file:line of the entry
+	// Base is a run entry's spec as named, before any setting.
+	Base *spec.Spec
+	// Resolved is a run entry's spec with its settings applied, checked when the
+	// suite is parsed.
 	Resolved *spec.Spec
+	// Load is a bench entry's write benchmark, checked when the suite is parsed.
+	Load *loadtest.Config
 }
 
-// Planned estimates how long the entry runs: each repetition's duration plus some
-// setup, for the ETA.
-func (e Entry) Planned() time.Duration {
-	const setup = 8 * time.Second // cluster start, leader wait, verification
-	reps := max(e.Resolved.Repetitions, 1)
-	return time.Duration(reps) * (e.Resolved.Duration + setup)
-}
+// Planned estimates how long the entry runs, for the ETA and the suite's budget.
+func (e Entry) Planned() time.Duration { return kinds[e.Kind].planned(e) }
+
+// Where says where the entry runs: the backend, and the flavor when not poled.
+func (e Entry) Where() string { return kinds[e.Kind].where(e) }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
@@ -70,7 +87,8 @@ func Load(path string) (*Suite, error) {
 }
 
 // Parse decodes and checks a suite: every entry's spec is resolved and its settings
-// applied, so a bad value fails before anything runs. Errors name file:line and field.
+// applied, the --quick ones too, and its goal checked against its kind, so a bad value
+// fails before anything runs. Errors name file:line and field.
 func Parse(file string, data []byte) (*Suite, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -112,6 +130,64 @@ func Parse(file string, data []byte) (*Suite, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Select returns the suite as it runs: with quick, only the entries tagged quick, their
+// quick settings applied after their own; then the planted settings applied to every
+// run entry (the spec's overrides, as `polebench run` takes them). Errors name the
+// --set flag and the entry.
+func (s *Suite) Select(quick bool, planted []spec.Setting) (*Suite, error) {
+	out := *s
+	out.Entries, out.Quick, out.Planted = nil, quick, planted
+	var known []string
+	for _, o := range spec.Overrides() {
+		known = append(known, o.Name)
+	}
+	for _, st := range planted {
+		if !slices.Contains(known, st.Name) {
+			return nil, fmt.Errorf("--set %s: unknown override %q (known: %s)", st, st.Name, strings.Join(known, ", "))
+		}
+	}
+	for _, e := range s.Entries {
+		if quick && !e.InQuick {
+			continue
+		}
+		sets := e.Set
+		if quick {
+			sets = append(append([]spec.Setting(nil), e.Set...), e.Quick...)
+		}
+		if e.Kind == KindRun {
+			sets = append(append([]spec.Setting(nil), sets...), planted...)
+		}
+		if _, err := kinds[e.Kind].apply(&e, sets); err != nil {
+			if len(planted) > 0 && e.Kind == KindRun {
+				return nil, fmt.Errorf("--set %s: entry %s (%s): %w", settingsString(planted), e.Name, e.Pos, err)
+			}
+			return nil, fmt.Errorf("%s: %s: %w", e.Pos, e.Name, err) // checked when parsed: not reached
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	if len(out.Entries) == 0 {
+		return nil, fmt.Errorf("%s: no entry has quick: (the --quick set is empty)", s.File)
+	}
+	return &out, nil
+}
+
+func settingsString(sts []spec.Setting) string {
+	parts := make([]string, len(sts))
+	for i, st := range sts {
+		parts[i] = st.String()
+	}
+	return strings.Join(parts, " --set ")
+}
+
+// Planned is the sum of the entries' planned times.
+func (s *Suite) Planned() time.Duration {
+	var total time.Duration
+	for _, e := range s.Entries {
+		total += e.Planned()
+	}
+	return total
 }
 
 type parser struct{ file string }
@@ -175,62 +251,212 @@ func (p parser) str(dst *string) func(*yaml.Node, string) error {
 	}
 }
 
+// located is a setting and where the suite gives it.
+type located struct {
+	node  *yaml.Node
+	field string
+}
+
+// settings decodes a list of name=value strings.
+func (p parser) settings(n *yaml.Node, path string, dst *[]spec.Setting, at *[]located) error {
+	if n.Kind != yaml.SequenceNode {
+		return p.errf(n, path, "expected a list of name=value settings")
+	}
+	for i, item := range n.Content {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		if item.Kind != yaml.ScalarNode {
+			return p.errf(item, ip, "expected name=value")
+		}
+		st, err := spec.ParseSetting(item.Value)
+		if err != nil {
+			return p.errf(item, ip, "%v", err)
+		}
+		*dst = append(*dst, st)
+		*at = append(*at, located{item, ip})
+	}
+	return nil
+}
+
 func (p parser) entry(n *yaml.Node, path string) (Entry, error) {
 	e := Entry{Kind: KindRun, Pos: fmt.Sprintf("%s:%d", p.file, n.Line)}
-	setNode := map[int]*yaml.Node{}
+	var setAt, quickAt []located
+	var specNode, quickNode, goalNode *yaml.Node
 	err := p.mapping(n, path, map[string]func(*yaml.Node, string) error{
 		"name": p.str(&e.Name),
 		"kind": p.str(&e.Kind),
-		"spec": p.str(&e.Spec),
-		"set": func(n *yaml.Node, path string) error {
-			if n.Kind != yaml.SequenceNode {
-				return p.errf(n, path, "expected a list of name=value overrides")
-			}
-			for i, item := range n.Content {
-				if item.Kind != yaml.ScalarNode {
-					return p.errf(item, fmt.Sprintf("%s[%d]", path, i), "expected name=value")
+		"spec": func(v *yaml.Node, fp string) error { specNode = v; return p.str(&e.Spec)(v, fp) },
+		"set":  func(v *yaml.Node, fp string) error { return p.settings(v, fp, &e.Set, &setAt) },
+		// quick: true (in the --quick set as is), false (not in it, as when absent), or
+		// a list of settings applied after set in the --quick set.
+		"quick": func(v *yaml.Node, fp string) error {
+			quickNode = v
+			if v.Kind == yaml.ScalarNode {
+				b, err := strconv.ParseBool(v.Value)
+				if err != nil || v.Tag != "!!bool" {
+					return p.errf(v, fp, "expected true, false or a list of name=value settings")
 				}
-				st, err := spec.ParseSetting(item.Value)
-				if err != nil {
-					return p.errf(item, fmt.Sprintf("%s[%d]", path, i), "%v", err)
-				}
-				setNode[len(e.Set)] = item
-				e.Set = append(e.Set, st)
+				e.InQuick = b
+				return nil
 			}
-			return nil
+			e.InQuick = true
+			return p.settings(v, fp, &e.Quick, &quickAt)
 		},
-	}, "name", "spec")
+		"goal": func(v *yaml.Node, _ string) error { goalNode = v; return nil },
+	}, "name")
 	if err != nil {
 		return e, err
 	}
 	if !namePattern.MatchString(e.Name) {
 		return e, p.errf(n, path+".name", "%q: use letters, digits, '.', '_' and '-' (it names a directory)", e.Name)
 	}
-	if _, ok := kinds[e.Kind]; !ok {
+	k, ok := kinds[e.Kind]
+	if !ok {
 		return e, p.errf(n, path+".kind", "unknown kind %q (known: %s)", e.Kind, strings.Join(kindNames(), ", "))
 	}
-	// A spec file is looked up next to the suite first, then as given (or shipped).
-	arg := e.Spec
-	if local := filepath.Join(filepath.Dir(p.file), e.Spec); !filepath.IsAbs(e.Spec) && p.file != DefaultSuiteName && exists(local) {
-		arg = local
+	switch {
+	case k.usesSpec && specNode == nil:
+		return e, p.errf(n, path+".spec", "missing")
+	case !k.usesSpec && specNode != nil:
+		return e, p.errf(specNode, path+".spec", "kind %s takes no spec (its settings say what it runs)", e.Kind)
 	}
-	base, err := spec.Resolve(arg)
-	if err != nil {
-		return e, p.errf(n, path+".spec", "%v", err)
+	if k.usesSpec {
+		// A spec file is looked up next to the suite first, then as given (or shipped).
+		arg := e.Spec
+		if local := filepath.Join(filepath.Dir(p.file), e.Spec); !filepath.IsAbs(e.Spec) && p.file != DefaultSuiteName && exists(local) {
+			arg = local
+		}
+		if e.Base, err = spec.Resolve(arg); err != nil {
+			return e, p.errf(n, path+".spec", "%v", err)
+		}
 	}
-	// Settings are checked together, as the CLI does (crash-at=150s may need its
+	// The settings are checked together, as the CLI does (crash-at=150s may need its
 	// duration=200s); when they fail, a setting that is wrong in itself (an unknown
-	// name, a value that does not parse: the error names it) has the blame and its line.
-	e.Resolved, err = base.With(e.Set...)
-	if err != nil {
-		for i, st := range e.Set {
-			if _, err := base.With(st); err != nil && (strings.Contains(err.Error(), "override "+st.String()+":") || strings.Contains(err.Error(), fmt.Sprintf("unknown override %q", st.Name))) {
-				return e, p.errf(setNode[i], fmt.Sprintf("%s.set[%d]", path, i), "%v", err)
+	// name, a value that does not parse) has the blame and its line. The quick
+	// settings are checked after set, as the --quick night applies them.
+	if err := p.apply(&e, e.Set, setAt, n, path+".set"); err != nil {
+		return e, err
+	}
+	if e.InQuick {
+		q := e
+		if err := p.apply(&q, append(append([]spec.Setting(nil), e.Set...), e.Quick...), append(append([]located(nil), setAt...), quickAt...), quickNode, path+".quick"); err != nil {
+			return e, err
+		}
+		if goalNode != nil {
+			if _, err := p.goal(q, goalNode, path+".goal"); err != nil {
+				return e, fmt.Errorf("%w (with the quick settings)", err)
 			}
 		}
-		return e, p.errf(n, path+".set", "%v", err)
+	}
+	if goalNode != nil {
+		if e.Goal, err = p.goal(e, goalNode, path+".goal"); err != nil {
+			return e, err
+		}
 	}
 	return e, nil
+}
+
+// apply resolves e with sets (located by at), blaming a setting's line when it alone
+// is wrong, else the field.
+func (p parser) apply(e *Entry, sets []spec.Setting, at []located, n *yaml.Node, field string) error {
+	blame, err := kinds[e.Kind].apply(e, sets)
+	if err == nil {
+		return nil
+	}
+	if blame >= 0 && blame < len(at) {
+		return p.errf(at[blame].node, at[blame].field, "%v", err)
+	}
+	return p.errf(n, field, "%v", err)
+}
+
+// goal decodes an entry's goal and checks it against the entry's kind and settings.
+func (p parser) goal(e Entry, n *yaml.Node, path string) (bench.Goal, error) {
+	var g bench.Goal
+	k := kinds[e.Kind]
+	num := func(v *yaml.Node, fp string) (float64, error) {
+		if v.Kind != yaml.ScalarNode {
+			return 0, p.errf(v, fp, "expected a number")
+		}
+		f, err := strconv.ParseFloat(v.Value, 64)
+		if err != nil {
+			return 0, p.errf(v, fp, "%q is not a number", v.Value)
+		}
+		return f, nil
+	}
+	fields := map[string]func(*yaml.Node, string) error{
+		// A number X is [-X, +X]; a mapping gives min and max.
+		"measured_minus_model_ms": func(v *yaml.Node, fp string) error {
+			var r bench.Range
+			if v.Kind == yaml.MappingNode {
+				err := p.mapping(v, fp, map[string]func(*yaml.Node, string) error{
+					"min": func(v *yaml.Node, fp string) (err error) { r.Min, err = num(v, fp); return err },
+					"max": func(v *yaml.Node, fp string) (err error) { r.Max, err = num(v, fp); return err },
+				}, "min", "max")
+				if err != nil {
+					return err
+				}
+				if r.Min > r.Max {
+					return p.errf(v, fp, "min %g is above max %g", r.Min, r.Max)
+				}
+			} else {
+				x, err := num(v, fp)
+				if err != nil {
+					return err
+				}
+				if x < 0 {
+					return p.errf(v, fp, "%g: a tolerance is not negative", x)
+				}
+				r = bench.Range{Min: -x, Max: x}
+			}
+			g.MeasuredMinusModelMS = &r
+			return nil
+		},
+		"throughput_ratio_min": func(v *yaml.Node, fp string) error {
+			x, err := num(v, fp)
+			if err != nil {
+				return err
+			}
+			if x <= 0 {
+				return p.errf(v, fp, "%g: a ratio above 0", x)
+			}
+			g.ThroughputRatioMin = &x
+			return nil
+		},
+		"no_trend": func(v *yaml.Node, fp string) error {
+			b, err := strconv.ParseBool(v.Value)
+			if v.Kind != yaml.ScalarNode || err != nil || v.Tag != "!!bool" {
+				return p.errf(v, fp, "expected true or false")
+			}
+			g.NoTrend = b
+			return nil
+		},
+	}
+	for name := range fields {
+		if !k.goals[name] {
+			fields[name] = func(v *yaml.Node, fp string) error {
+				return p.errf(v, fp, "not a goal of kind %s (its goals: %s)", e.Kind, strings.Join(sorted(keys(k.goals)), ", "))
+			}
+		}
+	}
+	if err := p.mapping(n, path, fields); err != nil {
+		return g, err
+	}
+	if g.IsZero() {
+		return g, p.errf(n, path, "an empty goal (give one of: %s, or leave goal out)", strings.Join(sorted(keys(k.goals)), ", "))
+	}
+	if k.checkGoal != nil {
+		if err := k.checkGoal(e, g); err != nil {
+			return g, p.errf(n, path, "%v", err)
+		}
+	}
+	return g, nil
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 func exists(p string) bool {

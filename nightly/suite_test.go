@@ -1,42 +1,151 @@
 package nightly
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/spec"
 )
 
+// TestDefaultSuite checks the shipped suite: its entries, their goals, the --quick
+// set, and the time budgets (a full night must fit an hour's CI job on 2 cores with
+// room to spare, a quick one about 10 minutes).
 func TestDefaultSuite(t *testing.T) {
 	s, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Entries) != 3 {
-		t.Fatalf("%d entries", len(s.Entries))
+	type want struct {
+		where string
+		tol   float64 // measured_minus_model_ms; 0: a bench entry
+		quick bool
 	}
-	var total time.Duration
+	wants := map[string]want{
+		"two-dc-crash":         {"local", 1.0, true},
+		"two-dc-crash-netns":   {"netns", 2.5, false},
+		"two-dc-crash-docker":  {"docker", 3.0, false},
+		"two-dc-crash-swarm":   {"swarm", 8.0, false},
+		"fig7b-dep1-p1":        {"local", 2.0, false},
+		"zookeeper-two-dc-400": {"local zookeeper", 3.0, true},
+		"poled-two-dc-400":     {"local", 1.0, false},
+		"recovery-20mb":        {"local", 1.0, true},
+		"poled-vs-zookeeper":   {"loopback poled vs zookeeper", 0, false},
+		"sim-two-dc-crash":     {"sim", 1.0, true},
+		"sim-fig7b-dep1-p1":    {"sim", 2.0, true},
+		"sim-recovery-20mb":    {"sim", 1.0, true},
+	}
+	if len(s.Entries) != len(wants) {
+		t.Errorf("%d entries, want %d", len(s.Entries), len(wants))
+	}
 	for _, e := range s.Entries {
+		w, ok := wants[e.Name]
+		if !ok {
+			t.Errorf("unexpected entry %s", e.Name)
+			continue
+		}
+		if e.Where() != w.where || e.InQuick != w.quick {
+			t.Errorf("%s: on %q, quick %v; want %q, %v", e.Name, e.Where(), e.InQuick, w.where, w.quick)
+		}
+		if e.Kind == KindBench {
+			if c := e.Load; e.Goal.ThroughputRatioMin == nil || !e.Goal.NoTrend || c.Repetitions < bench.TrendMinN || !slices.Equal(c.Fsync, []bool{false, true}) ||
+				!slices.Equal(c.Servers, []int{3}) || c.WarmupOf(backend.FlavorZooKeeper) <= c.WarmupOf(backend.FlavorPoled) {
+				t.Errorf("%s: goal %v, %+v", e.Name, e.Goal, c)
+			}
+			continue
+		}
+		if r := e.Goal.MeasuredMinusModelMS; r == nil || r.Max != w.tol || r.Min != -w.tol {
+			t.Errorf("%s: goal %v, want ±%g ms", e.Name, e.Goal, w.tol)
+		}
 		if e.Resolved.Repetitions != 5 || e.Resolved.Duration != 30*time.Second || e.Resolved.CrashAt != 15*time.Second {
 			t.Errorf("%s: %d × %v, crash at %v", e.Name, e.Resolved.Repetitions, e.Resolved.Duration, e.Resolved.CrashAt)
 		}
-		total += e.Planned()
 	}
-	// `make nightly` must finish in under 20 minutes.
-	if total > 15*time.Minute {
-		t.Errorf("the default suite plans %v", total)
+	byName := func(s *Suite, name string) Entry {
+		i := slices.IndexFunc(s.Entries, func(e Entry) bool { return e.Name == name })
+		if i < 0 {
+			t.Fatalf("no entry %s", name)
+		}
+		return s.Entries[i]
 	}
-	e := s.Entries[1]
-	if e.Resolved.Oracle.Name != "latency" || e.Resolved.Rates.Skew == nil || *e.Resolved.Rates.Skew.P != 1 {
+	if e := byName(s, "fig7b-dep1-p1"); e.Resolved.Oracle.Name != "latency" || e.Resolved.Rates.Skew == nil || *e.Resolved.Rates.Skew.P != 1 {
 		t.Errorf("fig7b entry: oracle %s, skew %+v", e.Resolved.Oracle.Name, e.Resolved.Rates.Skew)
 	}
-	if r := s.Entries[2].Resolved; r.PreloadMB != 20 || len(r.Outdate) != 1 {
+	if r := byName(s, "recovery-20mb").Resolved; r.PreloadMB != 20 || len(r.Outdate) != 1 {
 		t.Errorf("recovery entry: preload %d, outdate %+v", r.PreloadMB, r.Outdate)
+	}
+	if r := byName(s, "zookeeper-two-dc-400").Resolved; r.Flavor != backend.FlavorZooKeeper || r.Rates.Total != 400 || byName(s, "poled-two-dc-400").Resolved.Rates.Total != 400 {
+		t.Errorf("zookeeper entry: %s at %g writes/s", r.Flavor, r.Rates.Total)
+	}
+	if full := s.Planned(); full > 50*time.Minute {
+		t.Errorf("a full night plans %v: make nightly must fit an hour", full)
+	}
+
+	q, err := s.Select(true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := q.Planned(); d > 11*time.Minute || d < 7*time.Minute {
+		t.Errorf("a quick night plans %v, want about 10 minutes", d)
+	}
+	for _, e := range q.Entries {
+		if e.Kind == KindRun && e.Resolved.Repetitions < 4 {
+			t.Errorf("quick %s: %d repetitions cannot reach p < 0.05", e.Name, e.Resolved.Repetitions)
+		}
+	}
+	if e := byName(q, "two-dc-crash"); e.Resolved.Duration != 25*time.Second || e.Resolved.Repetitions != 4 || byName(s, "two-dc-crash").Resolved.Duration != 30*time.Second {
+		t.Errorf("quick two-dc-crash: %d × %v", e.Resolved.Repetitions, e.Resolved.Duration)
+	}
+	if !q.Quick || len(q.Entries) != 6 {
+		t.Errorf("quick set: %d entries", len(q.Entries))
+	}
+}
+
+// TestSelectPlanted: --set goes to every run entry after its own and its quick
+// settings, never to a bench entry, and errors name the flag.
+func TestSelectPlanted(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := []spec.Setting{{Name: "intra-dc-rtt", Value: "3"}, {Name: "repetitions", Value: "4"}}
+	p, err := s.Select(false, planted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range p.Entries {
+		if e.Kind == KindRun && (e.Resolved.IntraDCRTTMs != 3 || e.Resolved.Repetitions != 4) {
+			t.Errorf("%s: intra-DC RTT %g, %d repetitions", e.Name, e.Resolved.IntraDCRTTMs, e.Resolved.Repetitions)
+		}
+	}
+	if s.Entries[0].Resolved.IntraDCRTTMs != 0.1 {
+		t.Errorf("Select changed the suite it selects from")
+	}
+	for _, tc := range []struct {
+		set  spec.Setting
+		want string
+	}{
+		{spec.Setting{Name: "bogus", Value: "1"}, `--set bogus=1: unknown override "bogus" (known: p, hot, `},
+		{spec.Setting{Name: "intra-dc-rtt", Value: "-1"}, "--set intra-dc-rtt=-1: entry two-dc-crash (nightly/suite.yaml:"},
+		// zookeeper runs on local and netns only: the docker entry says so.
+		{spec.Setting{Name: "flavor", Value: "zookeeper"}, "--set flavor=zookeeper: entry two-dc-crash-docker"},
+	} {
+		if _, err := s.Select(false, []spec.Setting{tc.set}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s: %v, want ~%q", tc.set, err, tc.want)
+		}
 	}
 }
 
 func TestBadSuites(t *testing.T) {
+	const entry = "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration=30s, crash-at=15s]\n"
+	const benchEntry = "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [repetitions=5]\n"
 	tests := []struct {
 		name, text, want string
 	}{
@@ -44,10 +153,10 @@ func TestBadSuites(t *testing.T) {
 		{"not yaml", "name: [", "bad.yaml: yaml: line 1"},
 		{"no experiments", "name: x\n", "bad.yaml:1: experiments: missing"},
 		{"unknown top field", "name: x\nexperiment: []\n", "bad.yaml:2: experiment: unknown field (known: experiments, name)"},
-		{"unknown entry field", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    sets: []\n", "bad.yaml:5: experiments[0].sets: unknown field"},
+		{"unknown entry field", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    sets: []\n", "bad.yaml:5: experiments[0].sets: unknown field (known: goal, kind, name, quick, set, spec)"},
 		{"no spec", "name: x\nexperiments:\n  - name: a\n", "bad.yaml:3: experiments[0].spec: missing"},
 		{"unknown spec", "name: x\nexperiments:\n  - name: a\n    spec: four-dc\n", "bad.yaml:3: experiments[0].spec: four-dc is neither a file nor a shipped spec"},
-		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: run)`},
+		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: bench, run)`},
 		{"bad name", "name: x\nexperiments:\n  - name: a/b\n    spec: two-dc\n", `bad.yaml:3: experiments[0].name: "a/b"`},
 		{"twice", "name: x\nexperiments:\n  - {name: a, spec: two-dc}\n  - {name: a, spec: two-dc}\n", `bad.yaml:4: experiments[1].name: "a" is also the name of the entry at bad.yaml:3`},
 		{"not name=value", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration]\n", `bad.yaml:5: experiments[0].set[0]: override "duration": want name=value`},
@@ -55,6 +164,36 @@ func TestBadSuites(t *testing.T) {
 		{"bad value", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set:\n      - duration=30\n", `bad.yaml:6: experiments[0].set[0]: override duration=30: duration: "30" is not a duration`},
 		// Each setting is fine alone, together the crash falls after the end.
 		{"across fields", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration=30s]\n", "bad.yaml:3: experiments[0].set: "},
+
+		// Goals.
+		{"goal not a number", entry + "    goal: {measured_minus_model_ms: one}\n", `bad.yaml:6: experiments[0].goal.measured_minus_model_ms: "one" is not a number`},
+		{"goal negative", entry + "    goal: {measured_minus_model_ms: -1}\n", "bad.yaml:6: experiments[0].goal.measured_minus_model_ms: -1: a tolerance is not negative"},
+		{"goal range upside down", entry + "    goal:\n      measured_minus_model_ms: {min: 2, max: 1}\n", "bad.yaml:7: experiments[0].goal.measured_minus_model_ms: min 2 is above max 1"},
+		{"goal range half", entry + "    goal:\n      measured_minus_model_ms: {max: 1}\n", "bad.yaml:7: experiments[0].goal.measured_minus_model_ms.min: missing"},
+		{"goal unknown", entry + "    goal:\n      latency_ms: 1\n", "bad.yaml:7: experiments[0].goal.latency_ms: unknown field (known: measured_minus_model_ms, no_trend, throughput_ratio_min)"},
+		{"goal of another kind", entry + "    goal:\n      no_trend: true\n", "bad.yaml:7: experiments[0].goal.no_trend: not a goal of kind run (its goals: measured_minus_model_ms)"},
+		{"goal empty", entry + "    goal: {}\n", "bad.yaml:6: experiments[0].goal: an empty goal"},
+		{"goal not a mapping", entry + "    goal: 1\n", "bad.yaml:6: experiments[0].goal: expected a mapping"},
+		{"bench goal of a run", benchEntry + "    goal: {measured_minus_model_ms: 1}\n", "bad.yaml:6: experiments[0].goal.measured_minus_model_ms: not a goal of kind bench"},
+		{"no_trend not bool", benchEntry + "    goal: {no_trend: yes}\n", "bad.yaml:6: experiments[0].goal.no_trend: expected true or false"},
+		{"too few windows for a trend", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [repetitions=4]\n    goal: {no_trend: true}\n",
+			"bad.yaml:6: experiments[0].goal: no_trend: 4 windows can never show a trend at p < 0.05 (Mann-Kendall needs 5)"},
+		{"ratio of one flavor", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [flavor=poled]\n    goal: {throughput_ratio_min: 1}\n",
+			"bad.yaml:6: experiments[0].goal: throughput_ratio_min compares poled with zookeeper: the entry measures poled"},
+		{"ratio zero", benchEntry + "    goal: {throughput_ratio_min: 0}\n", "bad.yaml:6: experiments[0].goal.throughput_ratio_min: 0: a ratio above 0"},
+
+		// Quick.
+		{"quick not bool", entry + "    quick: often\n", "bad.yaml:6: experiments[0].quick: expected true, false or a list of name=value settings"},
+		{"quick bad setting", entry + "    quick:\n      - repetitions=4\n      - duration=x\n", `bad.yaml:8: experiments[0].quick[1]: override duration=x: duration: "x" is not a duration`},
+		{"quick across fields", entry + "    quick: [duration=14s]\n", "bad.yaml:6: experiments[0].quick: "},
+		{"quick goal", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [repetitions=5]\n    quick: [repetitions=3]\n    goal: {no_trend: true}\n",
+			"bad.yaml:7: experiments[0].goal: no_trend: 3 windows can never show a trend at p < 0.05 (Mann-Kendall needs 5) (with the quick settings)"},
+
+		// The bench kind.
+		{"bench with a spec", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    spec: two-dc\n", "bad.yaml:5: experiments[0].spec: kind bench takes no spec"},
+		{"bench unknown setting", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [p=1]\n", `bad.yaml:5: experiments[0].set[0]: unknown setting "p" of kind bench (known: clients, duration, flavor, fsync, mode, payload, rate, repetitions, servers, warmup, zookeeper-warmup)`},
+		{"bench bad value", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [fsync=maybe]\n", `bad.yaml:5: experiments[0].set[0]: fsync=maybe: "maybe": want on, off, or off,on`},
+		{"bench bad config", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [servers=12]\n", "bad.yaml:3: experiments[0].set: --servers: 12 servers: 1 to 9"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +202,60 @@ func TestBadSuites(t *testing.T) {
 				t.Errorf("error %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSuiteForms: the forms a goal and quick may take.
+func TestSuiteForms(t *testing.T) {
+	s, err := Parse("ok.yaml", []byte(`name: x
+experiments:
+  - name: a
+    spec: two-dc
+    set: [duration=30s, crash-at=15s, repetitions=5]
+    goal:
+      measured_minus_model_ms: {min: -0.5, max: 1.5}
+    quick: [repetitions=4]
+  - name: b
+    spec: two-dc
+    set: [backend=sim, duration=30s, crash-at=15s]
+    goal: {measured_minus_model_ms: 1}
+    quick: true
+  - name: c
+    spec: two-dc
+    set: [duration=30s, crash-at=15s]
+    quick: false
+  - name: d
+    kind: bench
+    set: ["fsync=off,on", zookeeper-warmup=40s, repetitions=6]
+    goal: {throughput_ratio_min: 1.5, no_trend: true}
+    quick: [repetitions=5]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, d := s.Entries[0], s.Entries[1], s.Entries[2], s.Entries[3]
+	if r := a.Goal.MeasuredMinusModelMS; r == nil || *r != (bench.Range{Min: -0.5, Max: 1.5}) || !a.InQuick || len(a.Quick) != 1 {
+		t.Errorf("a: %+v", a)
+	}
+	if r := b.Goal.MeasuredMinusModelMS; r == nil || *r != (bench.Range{Min: -1, Max: 1}) || !b.InQuick || b.Quick != nil {
+		t.Errorf("b: %+v", b)
+	}
+	if c.InQuick || !c.Goal.IsZero() {
+		t.Errorf("c: %+v", c)
+	}
+	if d.Load.FlavorWarmup[backend.FlavorZooKeeper] != 40*time.Second || d.Load.Repetitions != 6 || !slices.Equal(d.Load.Flavors, []string{"poled", "zookeeper"}) {
+		t.Errorf("d: %+v", d.Load)
+	}
+	q, err := s.Select(true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Entries) != 3 || q.Entries[0].Resolved.Repetitions != 4 || q.Entries[2].Load.Repetitions != 5 {
+		t.Errorf("quick: %d entries", len(q.Entries))
+	}
+	// A write benchmark plans its start, both warm-ups and every window.
+	if got, want := d.Planned(), 2*(20*time.Second+10*time.Second+40*time.Second+2*6*15*time.Second); got != want {
+		t.Errorf("bench planned %v, want %v", got, want)
 	}
 }
 
@@ -82,5 +275,74 @@ func TestSuiteSpecNextToIt(t *testing.T) {
 	}
 	if s.Entries[0].Resolved.Name != "mine" || s.Entries[0].Resolved.Repetitions != 2 {
 		t.Errorf("resolved %s × %d", s.Entries[0].Resolved.Name, s.Entries[0].Resolved.Repetitions)
+	}
+}
+
+// TestRunWithoutWhatItNeeds: an entry this machine cannot run fails at once, named at
+// the start, without running; the others run; a bench entry's own bench.json joins the
+// night under the entry's name and its fidelity is judged. The entries' runs are
+// stand-ins (no cluster): what is tested is Run's bookkeeping.
+func TestRunWithoutWhatItNeeds(t *testing.T) {
+	saved := kinds[KindBench]
+	defer func() { kinds[KindBench] = saved }()
+	fake := saved
+	ran := map[string]bool{}
+	fake.check = func(_ context.Context, e Entry) error {
+		if e.Name == "needs-java" {
+			return errors.New("flavor zookeeper: java not found")
+		}
+		return nil
+	}
+	fake.run = func(_ context.Context, e Entry, dir string, _ runEnv) error {
+		ran[e.Name] = true
+		os.MkdirAll(dir, 0o755)
+		windows := func(xs ...float64) bench.Metric {
+			return bench.Metric{Unit: "writes/s", Better: bench.Higher, Samples: xs}
+		}
+		p, z := windows(21000, 21500, 20900, 21300, 21100), windows(9000, 10000, 11000, 12000, 13000) // ZooKeeper still warming up
+		p.Name, z.Name = "bench-closed-3srv-fsync-off/poled.writes_per_s", "bench-closed-3srv-fsync-off/zookeeper.writes_per_s"
+		f := &bench.File{Format: bench.FormatVersion, Metrics: []bench.Metric{p, z}}
+		return f.WriteFile(filepath.Join(dir, bench.FileName))
+	}
+	kinds[KindBench] = fake
+	s, err := Parse("fake.yaml", []byte(`name: fake
+experiments:
+  - name: needs-java
+    kind: bench
+    goal: {throughput_ratio_min: 1}
+  - name: bench
+    kind: bench
+    set: [repetitions=5]
+    goal: {throughput_ratio_min: 1, no_trend: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "night")
+	var progress strings.Builder
+	f, err := Run(context.Background(), s, Options{Out: out, Progress: &progress})
+	if err == nil || !strings.Contains(err.Error(), "needs-java (fake.yaml:3): cannot run on this machine: flavor zookeeper: java not found") ||
+		!strings.Contains(err.Error(), "fidelity goal missed by bench") {
+		t.Errorf("error %v", err)
+	}
+	if ran["needs-java"] || !ran["bench"] {
+		t.Errorf("ran %v", ran)
+	}
+	if !strings.Contains(progress.String(), "[1/2 needs-java] will fail: cannot run on this machine") {
+		t.Errorf("the missing Java is not said at the start:\n%s", progress.String())
+	}
+	if f == nil || len(f.Metrics) != 2 || f.Metrics[0].Name != "bench/bench-closed-3srv-fsync-off/poled.writes_per_s" || f.Env.Suite != "fake" {
+		t.Fatalf("night %+v", f)
+	}
+	if len(f.Fidelity) != 2 || f.Fidelity[0].Verdict != bench.FidelityNoData || !strings.Contains(f.Fidelity[0].Note, "java not found") ||
+		f.Fidelity[1].Verdict != bench.FidelityMissed {
+		t.Errorf("fidelity %+v", f.Fidelity)
+	}
+	back, err := bench.ReadFile(filepath.Join(out, bench.FileName))
+	if err != nil || len(back.Fidelity) != 2 {
+		t.Errorf("bench.json: %v %+v", err, back)
+	}
+	if md, err := os.ReadFile(filepath.Join(out, FidelityFile)); err != nil || !strings.Contains(string(md), "| `bench` | loopback poled vs zookeeper | **MISSED** |") {
+		t.Errorf("fidelity.md: %v\n%s", err, md)
 	}
 }
