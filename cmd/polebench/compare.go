@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/polebench/polebench/bench"
 )
@@ -34,21 +35,25 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	var note string
 	if *history != "" {
 		nights, err := bench.ReadHistory(*history)
+		skipped := 0
 		if err == nil {
+			nights, skipped = bench.Comparable(nights, cur.Env)
 			old, err = bench.Baseline(nights, *last)
 		}
 		switch {
 		case errors.Is(err, os.ErrNotExist) || errors.Is(err, bench.ErrNoBaseline):
 			msg := fmt.Sprintf("no baseline yet: %s has no night; nothing to compare with\n", *history)
-			fmt.Fprint(stdout, msg)
-			if *markdown != "" {
-				return os.WriteFile(*markdown, []byte("### Nightly benchmarks: no baseline yet\n\n"+msg), 0o644)
+			if skipped > 0 {
+				msg = fmt.Sprintf("no baseline yet: %s has %d night(s), none of this suite and length or all planted; nothing to compare with\n", *history, skipped)
 			}
-			return nil
+			return noBaseline(msg, cur, *markdown, stdout)
 		case err != nil:
 			return err
 		}
-		note = fmt.Sprintf("old: the last %d of %d nights of %s, samples pooled", min(*last, len(nights)), len(nights), *history)
+		note = fmt.Sprintf("old: the last %d of %d nights of %s, samples pooled (simulated metrics: the last night's)", min(*last, len(nights)), len(nights), *history)
+		if skipped > 0 {
+			note += fmt.Sprintf("; %d night(s) of another suite or length, or planted, left out", skipped)
+		}
 	} else if old, err = bench.Load(pos[0]); err != nil {
 		return err
 	}
@@ -83,4 +88,28 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d failing metric(s)", n)
 	}
 	return nil
+}
+
+// noBaseline reports a night without a baseline: nothing to compare, but its fidelity
+// verdicts still go to the output and the job summary.
+func noBaseline(msg string, cur *bench.File, markdown string, stdout io.Writer) error {
+	fmt.Fprint(stdout, msg)
+	if len(cur.Fidelity) > 0 {
+		fmt.Fprintln(stdout, "\nfidelity of the new night:")
+		if err := bench.WriteFidelityText(stdout, cur.Fidelity); err != nil {
+			return err
+		}
+	}
+	if markdown == "" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("### Nightly benchmarks: no baseline yet\n\n" + msg)
+	if len(cur.Fidelity) > 0 {
+		b.WriteString("\n#### Fidelity of the new night\n\n")
+		if err := bench.WriteFidelityMarkdown(&b, cur.Fidelity, false); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(markdown, []byte(b.String()), 0o644)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/polebench/polebench/bench"
 )
@@ -35,6 +36,11 @@ func runHistory(args []string, stdout, stderr io.Writer) error {
 		f, err := bench.Load(pos[0])
 		if err != nil {
 			return err
+		}
+		if len(f.Env.Planted) > 0 {
+			// A planted regression is no baseline and no point of the trend.
+			fmt.Fprintf(stdout, "%s: not added: %s is a planted night (nightly --set %s)\n", *file, pos[0], strings.Join(f.Env.Planted, " --set "))
+			return nil
 		}
 		if err := bench.AppendHistory(*file, f); err != nil {
 			return err

@@ -8,14 +8,22 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/nightly"
+	"github.com/polebench/polebench/spec"
 )
 
-const nightlySummary = "Run the nightly suite (short experiments, 5 repetitions each; the shipped one unless --suite) into one directory and write its bench.json for compare and history"
+const nightlySummary = "Run the nightly suite (the shipped one unless --suite; --quick its reduced set) into one directory and write its bench.json, for compare and history, and fidelity.md: each entry's verdict against its goal. Exit status 1 when an entry failed or missed its goal"
 
 func runNightly(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("nightly", "[--suite FILE] [--out DIR]", nightlySummary, stderr)
+	fs := newFlags("nightly", "[--suite FILE] [--out DIR] [--quick] [--set NAME=VALUE ...]", nightlySummary, stderr)
 	suiteFile := fs.String("suite", "", "suite file (default: the shipped "+nightly.DefaultSuiteName+")")
 	out := fs.String("out", "", "the night's directory, new or empty (default results/nightly/<timestamp>)")
+	quick := fs.Bool("quick", false, "run only the entries tagged quick:, with their quick settings")
+	var planted []spec.Setting
+	fs.Func("set", "plant a regression: apply this spec override (NAME=VALUE, as `polebench run --NAME VALUE`) to every run entry; repeatable; bench.json records it", func(v string) error {
+		st, err := spec.ParseSetting(v)
+		planted = append(planted, st)
+		return err // Select checks the name and the value against every run entry
+	})
 	verbose := fs.Bool("v", false, "log the harness's progress to stderr")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -27,6 +35,9 @@ func runNightly(args []string, stdout, stderr io.Writer) error {
 	}
 	suite, err := nightly.Load(*suiteFile)
 	if err != nil {
+		return err
+	}
+	if suite, err = suite.Select(*quick, planted); err != nil {
 		return err
 	}
 	if *out == "" {
