@@ -336,20 +336,20 @@ func (p parser) entry(n *yaml.Node, path string) (Entry, error) {
 	if err := p.apply(&e, e.Set, setAt, n, path+".set"); err != nil {
 		return e, err
 	}
+	if goalNode != nil {
+		if e.Goal, err = p.goal(e, goalNode, path+".goal"); err != nil {
+			return e, err
+		}
+	}
 	if e.InQuick {
 		q := e
 		if err := p.apply(&q, append(append([]spec.Setting(nil), e.Set...), e.Quick...), append(append([]located(nil), setAt...), quickAt...), quickNode, path+".quick"); err != nil {
 			return e, err
 		}
-		if goalNode != nil {
-			if _, err := p.goal(q, goalNode, path+".goal"); err != nil {
-				return e, fmt.Errorf("%w (with the quick settings)", err)
+		if goalNode != nil && k.checkGoal != nil {
+			if err := k.checkGoal(q, e.Goal); err != nil {
+				return e, p.errf(goalNode, path+".goal", "%v (with the quick settings)", err)
 			}
-		}
-	}
-	if goalNode != nil {
-		if e.Goal, err = p.goal(e, goalNode, path+".goal"); err != nil {
-			return e, err
 		}
 	}
 	return e, nil
