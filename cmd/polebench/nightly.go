@@ -19,7 +19,7 @@ func runNightly(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "the night's directory, new or empty (default results/nightly/<timestamp>)")
 	quick := fs.Bool("quick", false, "run only the entries tagged quick:, with their quick settings")
 	var planted []spec.Setting
-	fs.Func("set", "plant a regression: apply this spec override (NAME=VALUE, as `polebench run --NAME VALUE`) to every run entry; repeatable; bench.json records it", func(v string) error {
+	fs.Func("set", "plant a regression: apply the spec override `NAME=VALUE` (as polebench run --NAME VALUE takes it) to every run entry; repeatable; bench.json records it", func(v string) error {
 		st, err := spec.ParseSetting(v)
 		planted = append(planted, st)
 		return err // Select checks the name and the value against every run entry
