@@ -69,8 +69,8 @@ const (
 	FidelityNoGoal = "no goal"
 )
 
-// HostNotMeasured is the host verdict until the harness measures how quiet the
-// machine was (a hiccup meter); its verdict will go in Fidelity.Host.
+// HostNotMeasured is the host verdict of an entry whose runs recorded none: simulated
+// runs (no host), write benchmarks.
 const HostNotMeasured = "not measured"
 
 // Fidelity is one entry's verdict on one night.
@@ -83,8 +83,8 @@ type Fidelity struct {
 	// Checks are every median, ratio or trend the verdict looked at.
 	Checks []Check `json:"checks,omitempty"`
 	Note   string  `json:"note,omitempty"` // why there is no data: the entry's error
-	// Host says whether the machine was quiet enough for the timing to count;
-	// HostNotMeasured for now.
+	// Host says whether the machine was quiet enough for the timing to count: the
+	// hiccup meter's verdicts on the entry's windows (summary.json's host section).
 	Host HostVerdict `json:"host"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/bench"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
@@ -129,6 +131,7 @@ func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
 	for _, e := range s.Entries {
 		fd := e.Goal.Judge(f, e.Name)
 		fd.Kind, fd.Backend = e.Kind, e.Where()
+		fd.Host = hostVerdict(filepath.Join(o.Out, e.Name))
 		if err := failed[e.Name]; err != nil && fd.Verdict == bench.FidelityNoData {
 			fd.Note = "the entry failed: " + firstLine(err.Error())
 		}
@@ -239,4 +242,42 @@ type runEnv struct {
 func runRun(ctx context.Context, e Entry, dir string, env runEnv) error {
 	_, err := runner.Run(ctx, runner.Options{Spec: e.Resolved, Out: dir, Log: env.log})
 	return err
+}
+
+// hostVerdict sums up the host's verdicts on the windows of an entry's runs (their
+// summary.json files): trusted when every window was, else how many were not and the
+// first reason. Simulated runs and benchmarks have none: the verdict stays "not
+// measured".
+func hostVerdict(dir string) bench.HostVerdict {
+	v := bench.HostVerdict{Verdict: bench.HostNotMeasured}
+	paths, _ := filepath.Glob(filepath.Join(dir, "rep*", "summary.json"))
+	if one := filepath.Join(dir, "summary.json"); exists(one) {
+		paths = append(paths, one)
+	}
+	counts := map[string]int{}
+	n := 0
+	var reason string
+	for _, p := range paths {
+		sum, err := analysis.ReadSummary(p)
+		if err != nil {
+			continue
+		}
+		for _, w := range slices.Sorted(maps.Keys(sum.Host)) {
+			h := sum.Host[w]
+			n++
+			counts[h.Verdict]++
+			if reason == "" && len(h.Reasons) > 0 {
+				reason = fmt.Sprintf("%s, %s: %s", filepath.Base(filepath.Dir(p)), w, h.Reasons[0])
+			}
+		}
+	}
+	switch {
+	case n == 0:
+	case counts[analysis.Trusted] == n:
+		v.Verdict = analysis.Trusted
+	default:
+		v.Verdict = fmt.Sprintf("%d of %d windows trusted (%d degraded, %d untrusted)", counts[analysis.Trusted], n, counts[analysis.Degraded], counts[analysis.Untrusted])
+		v.Note = reason
+	}
+	return v
 }
