@@ -43,6 +43,10 @@ type Options struct {
 	LeaderTimeout time.Duration
 	// Jobs caps how many simulated repetitions run at once (0: Parallelism's choice).
 	Jobs int
+	// ZooKeeperWarmUp is how long a ZooKeeper cluster serves writes before the run
+	// (0: cluster.ZooKeeperWarmUp, so its JIT has compiled the write path; negative:
+	// none, for a run that checks correctness only).
+	ZooKeeperWarmUp time.Duration
 }
 
 // Repetition is one analysed run of the spec.
@@ -141,7 +145,7 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	cl, err := cluster.New(ctx, sp.Backend, cluster.Options{
 		Topology: topo, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, Plan: plan,
 		DataRoot: filepath.Join(r.dir, "data"), PreloadMB: sp.PreloadMB, Label: label, Logger: r.log, Flavor: sp.Flavor,
-		Trace: sp.Flavor != cluster.ZooKeeper, Nodes: sp.Nodes(),
+		Trace: sp.Flavor != cluster.ZooKeeper, Nodes: sp.Nodes(), WarmUp: r.o.ZooKeeperWarmUp,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)

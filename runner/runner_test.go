@@ -27,7 +27,8 @@ import (
 	"github.com/polebench/polebench/workload"
 )
 
-// These tests run the paper's experiments end to end on real clusters, shortened (25 s
+// These tests run the paper's experiments end to end on real clusters, side by side
+// (t.Parallel: nothing they assert depends on how busy the machine is), shortened (25 s
 // with the crash at 12 s instead of 120 s and 60 s), and judge the code, never the
 // host: the winner the oracle and the election's zxids give, no acknowledged write
 // lost, a linearizable history, events in causal order, an outdated server behind at
@@ -54,21 +55,21 @@ func specFor(t testing.TB, name string, settings ...string) *spec.Spec {
 	return s
 }
 
-func runSpec(t *testing.T, s *spec.Spec) *analysis.Summary {
+func runSpec(t *testing.T, s *spec.Spec) (*analysis.Summary, string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("a 25 s experiment; -short skips it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t})})
+	// Correctness only: a ZooKeeper cluster need not warm its JIT up first.
+	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t}), ZooKeeperWarmUp: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Summaries) != 1 {
 		t.Fatalf("%d summaries", len(res.Summaries))
 	}
-	lastDir = res.Dir
 	sum := res.Summaries[0]
 	if sum.LostAcknowledgedWrites != 0 {
 		t.Errorf("%d acknowledged writes lost", sum.LostAcknowledgedWrites)
@@ -97,7 +98,7 @@ func runSpec(t *testing.T, s *spec.Spec) *analysis.Summary {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
 	}
-	return sum
+	return sum, res.Dir
 }
 
 type testWriter struct{ t *testing.T }
@@ -110,15 +111,15 @@ func (w testWriter) Write(p []byte) (int, error) {
 // runChecked runs s and checks what must hold in every run of it: the run directory
 // and no lost acknowledged write (runSpec), the anatomy's accounting (poled's traces),
 // the crash's events in causal order, and check.
-func runChecked(t *testing.T, s *spec.Spec, check func(*analysis.Summary)) *analysis.Summary {
+func runChecked(t *testing.T, s *spec.Spec, check func(sum *analysis.Summary, dir string)) (*analysis.Summary, string) {
 	t.Helper()
-	sum := runSpec(t, s)
+	sum, dir := runSpec(t, s)
 	if s.Flavor != cluster.ZooKeeper { // ZooKeeper's servers keep no trace
-		checkAnatomy(t, lastDir, sum)
+		checkAnatomy(t, dir, sum)
 	}
-	checkCausal(t, s, sum, lastEvents(t))
-	check(sum)
-	return sum
+	checkCausal(t, s, sum, runEvents(t, dir))
+	check(sum, dir)
+	return sum, dir
 }
 
 // checkCausal: after the initial leader's crash, some server is LOOKING, then the new
@@ -165,8 +166,9 @@ func TestTwoDCHistoryAndRotating(t *testing.T) {
 		want   int
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
+			t.Parallel()
 			s := specFor(t, "two-dc", "oracle="+c.oracle)
-			sum := runChecked(t, s, func(sum *analysis.Summary) {
+			sum, _ := runChecked(t, s, func(sum *analysis.Summary, dir string) {
 				want := c.want
 				if c.oracle == "history" {
 					want = historyWinner(t, s, sum, c.want)
@@ -210,8 +212,9 @@ func simAgrees(t *testing.T, s *spec.Spec, real *analysis.Summary) {
 // servers whose latency scores the model finds equal within the jitter's reach.
 // Which server history elects at each skew is the simulator's claim (simclaims_test.go).
 func TestThreeDCLatencyOracle(t *testing.T) {
+	t.Parallel()
 	s := specFor(t, "three-dc-dep1", "oracle=latency", "p=0")
-	runChecked(t, s, func(sum *analysis.Summary) {
+	runChecked(t, s, func(sum *analysis.Summary, dir string) {
 		if !slices.Contains([]int{2, 3, 4}, sum.NewLeader) {
 			t.Fatalf("latency oracle elected p%d, want p2, p3 or p4", sum.NewLeader)
 		}
@@ -230,8 +233,9 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 		want   int
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
+			t.Parallel()
 			s := specFor(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:3s:11s", "preload-mb=20", "window-kb=256")
-			sum := runChecked(t, s, func(sum *analysis.Summary) {
+			sum, dir := runChecked(t, s, func(sum *analysis.Summary, dir string) {
 				want := c.want
 				if c.oracle == "history" {
 					want = historyWinner(t, s, sum, c.want)
@@ -250,11 +254,11 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 			switch c.oracle {
 			case "history":
 				// p4 leads and brings the outdated p1 back while it serves.
-				if !resynced(lastEvents(t), 1) {
+				if !resynced(runEvents(t, dir), 1) {
 					t.Errorf("p1 did not sync with the new leader after the crash")
 				}
 			case "rotating":
-				f := leaderFetch(t, filepath.Join(lastDir, "logs", "p1.log"))
+				f := leaderFetch(t, filepath.Join(dir, "logs", "p1.log"))
 				t.Logf("p1's recovery: %s", f.lines)
 				if preload := s.PreloadMB << 20 / datatree.PreloadNodeSize; f.nodes < preload {
 					t.Errorf("p1 installed a snapshot of %d nodes during its recovery, want the preload's %d MB (at least %d nodes)", f.nodes, s.PreloadMB, preload)
@@ -376,6 +380,7 @@ func TestLeaderFetch(t *testing.T) {
 func TestBackends(t *testing.T) {
 	for _, backend := range []string{"netns", "docker"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			if os.Geteuid() != 0 {
 				if os.Getenv("CI") != "" {
 					t.Fatal("the netns and docker backends need root, and CI runs as root")
@@ -383,11 +388,11 @@ func TestBackends(t *testing.T) {
 				t.Skip("needs root")
 			}
 			s := specFor(t, "two-dc", "backend="+backend)
-			runChecked(t, s, func(sum *analysis.Summary) {
+			runChecked(t, s, func(sum *analysis.Summary, dir string) {
 				if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 					t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
 				}
-				label := lastLabel(t)
+				label := runLabel(t, dir)
 				left, err := cluster.Down(context.Background(), label)
 				if err != nil || len(left) > 0 {
 					t.Fatalf("after the run, cluster down %s removed %v (err %v): the run left them behind", label, left, err)
@@ -401,18 +406,19 @@ func TestBackends(t *testing.T) {
 // it comes back from its volume with its old state (a non-zero zxid restored) and
 // then catches up with the new leader.
 func TestDockerOutdatedServer(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 		t.Skip("needs root")
 	}
 	s := specFor(t, "two-dc-recovery", "backend=docker", "oracle=history", "outdate=1:4s:10s", "preload-mb=5")
-	sum := runSpec(t, s)
+	sum, dir := runSpec(t, s)
 	if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 		t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
 	}
 	// The node's STARTED may precede the harness's RESTART note (written once Restart
 	// returns), so the kill anchors the search.
 	var killed, restart, started, synced float64
-	for _, e := range lastEvents(t) {
+	for _, e := range runEvents(t, dir) {
 		switch {
 		case e.Source == analysis.SourceHarness && e.Kind == event.Kill && e.Server == 1:
 			killed = e.AtMS
@@ -433,21 +439,19 @@ func TestDockerOutdatedServer(t *testing.T) {
 	t.Logf("p1 restarted at %.0f ms, came back from its volume, synced at %.0f ms", restart, synced)
 }
 
-var lastDir string
-
-func lastLabel(t *testing.T) string {
+func runLabel(t *testing.T, dir string) string {
 	t.Helper()
 	var v struct{ Label string }
-	readJSON(t, filepath.Join(lastDir, "servers.json"), &v)
+	readJSON(t, filepath.Join(dir, "servers.json"), &v)
 	if v.Label == "" {
 		t.Fatal("servers.json has no label")
 	}
 	return v.Label
 }
 
-func lastEvents(t *testing.T) []analysis.Record {
+func runEvents(t *testing.T, dir string) []analysis.Record {
 	t.Helper()
-	tl, err := analysis.ReadEvents(filepath.Join(lastDir, "events.jsonl"))
+	tl, err := analysis.ReadEvents(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,6 +514,7 @@ func readJSON(t *testing.T, path string, v any) {
 // wrong answer), and after the heal nothing acknowledged is lost and the history is
 // linearizable.
 func TestPartition(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "partition.yaml")
 	b, err := spec.Shipped("two-dc")
@@ -527,16 +532,16 @@ func TestPartition(t *testing.T) {
 	if s, err = s.With(spec.Setting{Name: "duration", Value: "24s"}, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "repetitions", Value: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	sum := runSpec(t, s) // checks 0 lost acknowledged writes and the run directory
+	sum, dir := runSpec(t, s) // checks 0 lost acknowledged writes and the run directory
 	if sum.Requests.Failed+sum.Requests.Unknown == 0 {
 		t.Error("no request failed while D1 was cut off from the quorum")
 	}
-	ver := readVerification(t)
+	ver := readVerification(t, dir)
 	if ver.Linearizability != "ok" {
 		t.Errorf("linearizability: %s", ver.Linearizability)
 	}
 	var cuts, heals int
-	for _, e := range lastEvents(t) {
+	for _, e := range runEvents(t, dir) {
 		switch {
 		case e.Source == analysis.SourceHarness && e.Kind == event.Partition && e.Error == "":
 			cuts++
@@ -551,10 +556,10 @@ func TestPartition(t *testing.T) {
 	}
 }
 
-func readVerification(t *testing.T) workload.Verification {
+func readVerification(t *testing.T, dir string) workload.Verification {
 	t.Helper()
 	var v workload.Verification
-	readJSON(t, filepath.Join(lastDir, "verification.json"), &v)
+	readJSON(t, filepath.Join(dir, "verification.json"), &v)
 	return v
 }
 

@@ -51,6 +51,7 @@ func TestZooKeeperFlavor(t *testing.T) {
 	}
 	for _, backend := range []string{"local", "netns"} {
 		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
 			if backend == "netns" && os.Geteuid() != 0 {
 				if os.Getenv("CI") != "" {
 					t.Fatal("the netns backend needs root, and CI runs as root")
@@ -58,7 +59,7 @@ func TestZooKeeperFlavor(t *testing.T) {
 				t.Skip("needs root")
 			}
 			s := specFor(t, "two-dc", zkRate, "flavor=zookeeper", "backend="+backend)
-			runChecked(t, s, func(sum *analysis.Summary) {
+			runChecked(t, s, func(sum *analysis.Summary, dir string) {
 				want := historyWinner(t, s, sum, 4)
 				switch {
 				case sum.NewLeader == want:
@@ -70,9 +71,9 @@ func TestZooKeeperFlavor(t *testing.T) {
 					t.Logf("ZooKeeper elected p%d, as up to date as history's p%d (zxids %v): FLE does not break ties by id across a WAN", sum.NewLeader, want, sum.ElectionZxids)
 				default:
 					t.Fatalf("elected p%d, want p%d (zxids proposed at the election: %v); the servers' logs say:\n%s",
-						sum.NewLeader, want, sum.ElectionZxids, electionLines(t, lastDir))
+						sum.NewLeader, want, sum.ElectionZxids, electionLines(t, dir))
 				}
-				label := lastLabel(t)
+				label := runLabel(t, dir)
 				if left, err := cluster.Down(context.Background(), label); err != nil || len(left) > 0 {
 					t.Fatalf("after the run, cluster down %s removed %v (err %v): the run left them behind", label, left, err)
 				}

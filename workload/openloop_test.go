@@ -55,12 +55,12 @@ func openLoop(t *testing.T, rate float64, d time.Duration, arrival Arrival) Stat
 	return st
 }
 
-// TestOpenLoopRate: the pacer and client sustain 20,000 req/s open loop: every
-// request is sent and acknowledged, and the achieved rate is within 2x of the schedule
-// (a claim that holds by a factor on any host; the send lag at the paper's rate is the
-// nightly suite's measurement).
+// TestOpenLoopRate: the pacer and client drive an open loop at twice the paper's rate:
+// every request is sent and acknowledged, and the achieved rate is within 2x of the
+// schedule (a claim that holds by a factor on any host; how fast the pacer can go and
+// its send lag are benchmarks' and the nightly suite's measurements).
 func TestOpenLoopRate(t *testing.T) {
-	st := openLoop(t, 20000, 5*time.Second, Poisson)
+	st := openLoop(t, 2000, 3*time.Second, Poisson)
 	if st.AchievedRate < st.ScheduledRate/2 {
 		t.Errorf("achieved %.0f req/s of %.0f scheduled", st.AchievedRate, st.ScheduledRate)
 	}
