@@ -117,11 +117,21 @@ func TestZooKeeperFlavorFailover(t *testing.T) {
 	}
 	t.Logf("election %v (kill to LEADING), recovery %v (LEADING to first commit)", leading.Sub(kill), first.Sub(leading))
 	// D1 to D2 is 20.75 ms in the plan: no link delivers before its delay (a loaded
-	// machine only adds to it, so there is no upper bound here).
+	// machine only adds to it, so there is no upper bound here). Which D2 servers p1
+	// exchanged messages with depends on who leads: every one it measured counts.
 	rtts := z.MeasuredRTTs()
 	p1, _ := rtts["p1"].(map[string]float64)
-	if r, ok := p1["p4"]; !ok || r < 19 {
-		t.Errorf("measured RTT p1-p4 %v ms (ok %v), want at least about 20.75; all %v", r, ok, rtts)
+	across := 0
+	for _, peer := range []string{"p3", "p4", "p5"} {
+		if r, ok := p1[peer]; ok {
+			across++
+			if r < 19 {
+				t.Errorf("measured RTT p1-%s %v ms, want at least about 20.75", peer, r)
+			}
+		}
+	}
+	if across == 0 {
+		t.Errorf("p1 measured no RTT to D2; all %v", rtts)
 	}
 	t.Logf("measured RTTs (ms): %v", rtts)
 	if err := c.Restart(ctx, 5); err != nil {

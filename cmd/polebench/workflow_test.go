@@ -26,7 +26,7 @@ func TestCIWorkflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "make ci   # the tests") {
+	if !strings.Contains(string(readme), "make ci     # the tests") {
 		t.Error("the README's test command is not make ci: the workflow runs another")
 	}
 }
