@@ -222,7 +222,7 @@ func TestThreeDCLatencyOracle(t *testing.T) {
 }
 
 // TestOutdatedLeaderRecovery is Fig. 8a in small: p1 is killed early and restarted
-// just before the crash, so it is behind by far more than the DIFF window. Rotating
+// before the crash (4 s before it: a busy host takes a while to load its 20 MB), so it is behind by far more than the DIFF window. Rotating
 // elects p1, which must fetch the 20 MB state (a snapshot) between its LEADING and its
 // first commit; history elects p4, which serves and brings p1 back. How long each
 // recovery takes, and that the outdated leader's is the longer, is the simulator's
@@ -234,7 +234,7 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
 			t.Parallel()
-			s := specFor(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:3s:11s", "preload-mb=20", "window-kb=256")
+			s := specFor(t, "two-dc-recovery", "oracle="+c.oracle, "outdate=1:3s:8s", "preload-mb=20", "window-kb=256")
 			sum, dir := runChecked(t, s, func(sum *analysis.Summary, dir string) {
 				want := c.want
 				if c.oracle == "history" {
@@ -410,7 +410,7 @@ func TestDockerOutdatedServer(t *testing.T) {
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 		t.Skip("needs root")
 	}
-	s := specFor(t, "two-dc-recovery", "backend=docker", "oracle=history", "outdate=1:4s:10s", "preload-mb=5")
+	s := specFor(t, "two-dc-recovery", "backend=docker", "oracle=history", "outdate=1:3s:8s", "preload-mb=5")
 	sum, dir := runSpec(t, s)
 	if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 		t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)
