@@ -34,9 +34,10 @@ func TestHostVerdict(t *testing.T) {
 		// processes merge; a stall outside the window does not count.
 		{"a few stalls", []HostStall{stall("harness", 101*ms, 108*ms), stall("p1", 105*ms, 112*ms), stall("p1", 11*time.Second, 12*time.Second)}, quiet, Trusted, 0.2, 0},
 		{"degraded by share", []HostStall{stall("harness", 0, 25*ms), stall("p1", 200*ms, 225*ms)}, quiet, Degraded, 0.6, 1},
-		{"one long stall", []HostStall{stall("p3", 2*time.Second+3*ms, 2*time.Second+4*ms), stall("p3", 5*time.Second+6*ms, 5*time.Second+9*ms+60*ms)}, nil, Degraded, 0.7, 2},
+		{"one long stall", []HostStall{stall("p3", 2*time.Second+3*ms, 2*time.Second+4*ms), stall("p3", 5*time.Second+6*ms, 5*time.Second+9*ms+60*ms)}, nil, Degraded, 0.6, 2}, // the 1 ms stall is below StallMS
 		{"untrusted", []HostStall{stall("harness", time.Second, 2*time.Second)}, quiet, Untrusted, 10.1, 2},
-		{"pressure", nil, []HostSample{{At: time.Second, CPUBusyPct: 100, CPUSomePct: 35}}, Degraded, 0, 1},
+		{"pressure is reported, not judged", nil, []HostSample{{At: time.Second, CPUBusyPct: 100, CPUSomePct: 95}}, Trusted, 0, 0},
+		{"short stalls do not count", []HostStall{stall("harness", time.Second, time.Second+4*ms), stall("p1", 2*time.Second, 2*time.Second+4*ms)}, quiet, Trusted, 0, 0},
 		{"no pressure information", nil, []HostSample{{At: time.Second, CPUBusyPct: 100, CPUSomePct: math.NaN()}}, Trusted, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
