@@ -33,6 +33,17 @@ func samples(ws []Window, of func(Window) float64) []float64 {
 	return out
 }
 
+// trending names the first flavor whose writes/s over its windows show a trend
+// (Mann-Kendall, p < bench.TrendAlpha), or "".
+func trending(runs map[string][]Window, flavors []string) string {
+	for _, f := range flavors {
+		if t, err := bench.MannKendall(samples(runs[f], func(w Window) float64 { return w.WritesPerSec })); err == nil && t.P < bench.TrendAlpha {
+			return f
+		}
+	}
+	return ""
+}
+
 func (r *Result) flavors(s Setting) []string {
 	var out []string
 	for f := range r.Runs[s] {
@@ -61,6 +72,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if len(fl) == 2 {
 			a, b := r.Runs[s][fl[0]], r.Runs[s][fl[1]]
 			fmt.Fprintf(tw, "%v\t%s/%s", s, fl[0], fl[1])
+			// A flavor whose throughput still rises or falls over its windows is not at
+			// its steady state: a ratio of it would say how far its warm-up had got.
+			if f := trending(r.Runs[s], fl); f != "" {
+				fmt.Fprintf(tw, "\t%s still warming up (its writes/s trend over the windows): no ratio\t\t\t\t\t\n", f)
+				continue
+			}
 			for _, m := range metrics {
 				fmt.Fprintf(tw, "\t%s", ratio(samples(a, m.of), samples(b, m.of)))
 			}

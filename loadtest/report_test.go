@@ -35,6 +35,19 @@ func TestWriteTrends(t *testing.T) {
 			t.Errorf("trends lack %q:\n%s", want, b.String())
 		}
 	}
+	// The table gives no ratio where a flavor is still warming up, and one where both
+	// are steady.
+	b.Reset()
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	table := squash(b.String())
+	if !strings.Contains(table, "3 servers, fsync off poled/zookeeper zookeeper still warming up") {
+		t.Errorf("the table gives a ratio for a flavor still warming up:\n%s", b.String())
+	}
+	if !strings.Contains(table, "3 servers, fsync on poled/zookeeper ") || strings.Contains(table, "fsync on poled/zookeeper zookeeper still") {
+		t.Errorf("the steady setting lacks its ratio row:\n%s", b.String())
+	}
 }
 
 func squash(s string) string {
