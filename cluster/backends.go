@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -23,6 +24,15 @@ func New(ctx context.Context, name string, opts Options) (Cluster, error) {
 	}
 	if !backend.Runs(name, opts.Flavor) {
 		return nil, fmt.Errorf("flavor %s does not run on backend %q: only on %s (see the README's flavors section)", opts.Flavor, name, strings.Join(backend.For(opts.Flavor), ", "))
+	}
+	// The servers of some backends run in another working directory (a network
+	// namespace's process, a container's mount): a relative data root means nothing there.
+	if opts.DataRoot != "" {
+		abs, err := filepath.Abs(opts.DataRoot)
+		if err != nil {
+			return nil, fmt.Errorf("data root: %w", err)
+		}
+		opts.DataRoot = abs
 	}
 	if opts.Flavor == ZooKeeper {
 		if opts.WarmUp == 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/spec"
@@ -605,4 +606,26 @@ func BenchmarkNetnsStartClose(b *testing.B) {
 	}
 	b.ReportMetric(float64(up.Milliseconds())/float64(b.N), "ms-start/op")
 	b.ReportMetric(float64(down.Milliseconds())/float64(b.N), "ms-close/op")
+}
+
+// TestNetnsRelativeDataRoot: a data root relative to the harness's working directory
+// (the default results/... of `polebench run`) is where the servers keep their data,
+// though each runs in a namespace of its own.
+func TestNetnsRelativeDataRoot(t *testing.T) {
+	netnsNeedRoot(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	topo := twoDC(t)
+	cl, err := New(t.Context(), backend.Netns, Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(1)), InitialLeader: 5,
+		Label: netnsTestLabel(t, "r"), Logger: netnsTestLogger(t), DataRoot: "data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(context.Background())
+	if _, err := WaitLeader(t.Context(), cl.Servers(), cl.Alive); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(filepath.Join(dir, "data")); err != nil || len(entries) == 0 {
+		t.Errorf("nothing in %s/data (%v): the servers kept their data elsewhere", dir, err)
+	}
 }
