@@ -613,9 +613,14 @@ func BenchmarkNetnsStartClose(b *testing.B) {
 // though each runs in a namespace of its own.
 func TestNetnsRelativeDataRoot(t *testing.T) {
 	netnsNeedRoot(t)
+	topo := twoDC(t)
+	poled, err := netnsPoled(t.Context(), netnsTestLogger(t)) // found from the source tree, before leaving it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POLEBENCH_POLED", poled)
 	dir := t.TempDir()
 	t.Chdir(dir)
-	topo := twoDC(t)
 	cl, err := New(t.Context(), backend.Netns, Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(1)), InitialLeader: 5,
 		Label: netnsTestLabel(t, "r"), Logger: netnsTestLogger(t), DataRoot: "data"})
 	if err != nil {
