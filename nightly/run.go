@@ -221,8 +221,8 @@ func writeFidelity(path string, f *bench.File) error {
 	b.WriteString("# Fidelity of the night\n\n")
 	fmt.Fprintf(&b, "%s\n\n", bench.EnvLine(f.Env))
 	b.WriteString("Each entry's goal is judged on the medians over its repetitions (a write benchmark: over its windows). " +
-		"`fidelity` says whether the goal was met; `host` will say whether the machine was quiet enough for the timing to count " +
-		"(not measured yet). Regression against earlier nights is `polebench compare`'s verdict, not this one.\n\n")
+		"`fidelity` says whether the goal was met; `host` says whether the machine was quiet enough for the timing to count: " +
+		"the hiccup meter's verdicts on the entry's windows (docs/host.md; simulated runs and benchmarks have none). Regression against earlier nights is `polebench compare`'s verdict, not this one.\n\n")
 	if err := bench.WriteFidelityMarkdown(&b, f.Fidelity, true); err != nil {
 		return err
 	}
