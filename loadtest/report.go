@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -159,6 +161,23 @@ func ratio(a, b []float64) string {
 // Bench is the result as bench.json for the nightly benchmark and `polebench compare`:
 // one metric per setting, flavor and quantity, every window a sample. Names are
 // "bench-<mode>-<servers>srv-fsync-<on|off>/<flavor>.<metric>".
+// Save writes the table and the trends into dir/table.txt and the windows into
+// dir/bench.json (with env), and returns the table's text.
+func (r *Result) Save(dir string, env bench.Env) (string, error) {
+	var table strings.Builder
+	if err := r.WriteTable(&table); err != nil {
+		return "", err
+	}
+	table.WriteString("\n")
+	if err := r.WriteTrends(&table); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "table.txt"), []byte(table.String()), 0o644); err != nil {
+		return "", fmt.Errorf("loadtest: %w", err)
+	}
+	return table.String(), r.Bench(env).WriteFile(filepath.Join(dir, bench.FileName))
+}
+
 func (r *Result) Bench(env bench.Env) *bench.File {
 	f := &bench.File{Format: bench.FormatVersion, Env: env}
 	for _, s := range r.Order {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -239,19 +238,9 @@ func runBench(ctx context.Context, e Entry, dir string, env runEnv) error {
 		return runErr
 	}
 	// What was measured is kept, also when a later setting failed.
-	var table strings.Builder
-	if err := res.WriteTable(&table); err != nil {
-		return err
-	}
-	table.WriteString("\n")
-	if err := res.WriteTrends(&table); err != nil {
-		return err
-	}
-	env.line.Note("%s", strings.TrimRight(table.String(), "\n"))
-	if err := os.WriteFile(filepath.Join(dir, "table.txt"), []byte(table.String()), 0o644); err != nil {
-		return err
-	}
-	if err := res.Bench(bench.Env{}).WriteFile(filepath.Join(dir, bench.FileName)); err != nil {
+	table, err := res.Save(dir, bench.Env{})
+	env.line.Note("%s", strings.TrimRight(table, "\n"))
+	if err != nil {
 		return err
 	}
 	return runErr

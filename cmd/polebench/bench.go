@@ -82,19 +82,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return runErr
 	}
 	// What was measured is kept, also when a later setting failed or ^C stopped it.
-	var table strings.Builder
-	if err := res.WriteTable(&table); err != nil {
-		return err
-	}
-	table.WriteString("\n")
-	if err := res.WriteTrends(&table); err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, table.String())
-	if err := os.WriteFile(filepath.Join(*out, "table.txt"), []byte(table.String()), 0o644); err != nil {
-		return err
-	}
-	if err := res.Bench(bench.HostEnv(ctx, version)).WriteFile(filepath.Join(*out, bench.FileName)); err != nil {
+	table, err := res.Save(*out, bench.HostEnv(ctx, version))
+	fmt.Fprint(stdout, table)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "results in %s\n", *out)
