@@ -446,7 +446,7 @@ func TestNetnsStartFailure(t *testing.T) {
 		want         []string
 	}{
 		{"dies", "echo 'cannot start: broken on purpose' >&2\nexit 3", 0, []string{"broken on purpose", "exit status 3"}},
-		{"interrupted", "echo 'never listens' >&2\nexec sleep 600", 300 * time.Millisecond, []string{"context canceled", "never listens"}},
+		{"interrupted", "echo 'never listens' >&2\ntouch \"$(dirname \"$0\")/said\"\nexec sleep 600", time.Millisecond, []string{"context canceled", "never listens"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -458,9 +458,18 @@ func TestNetnsStartFailure(t *testing.T) {
 			t.Setenv(PoledEnv, bad)
 			ctx := t.Context()
 			if tc.cancelAfter > 0 {
+				// Interrupted once the server has said something (a state, not a time:
+				// a busy host may take long to start it).
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(ctx)
-				time.AfterFunc(tc.cancelAfter, cancel)
+				go func() {
+					defer cancel()
+					for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+						if _, err := os.Stat(filepath.Join(dir, "said")); err == nil {
+							return
+						}
+					}
+				}()
 			}
 			label := netnsTestLabel(t, "f"+tc.name[:1])
 			_, err := NewNetns(ctx, Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Label: label})
