@@ -196,3 +196,15 @@ func (r *Result) Bench(env bench.Env) *bench.File {
 	slices.SortFunc(f.Metrics, func(a, b bench.Metric) int { return strings.Compare(a.Name, b.Name) })
 	return f
 }
+
+// SplitList splits a comma-separated list of a flag or setting (flavors, server
+// counts, fsync modes), dropping empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -135,12 +135,12 @@ func plannedRun(e Entry) time.Duration {
 // benchSettings are a bench entry's settings: `polebench bench`'s flags.
 var benchSettings = map[string]func(c *loadtest.Config, v string) error{
 	"flavor": func(c *loadtest.Config, v string) error {
-		c.Flavors = splitList(v)
+		c.Flavors = loadtest.SplitList(v)
 		return nil
 	},
 	"servers": func(c *loadtest.Config, v string) error {
 		c.Servers = nil
-		for _, s := range splitList(v) {
+		for _, s := range loadtest.SplitList(v) {
 			n, err := strconv.Atoi(s)
 			if err != nil {
 				return fmt.Errorf("%q is not a number of servers", s)
@@ -151,7 +151,7 @@ var benchSettings = map[string]func(c *loadtest.Config, v string) error{
 	},
 	"fsync": func(c *loadtest.Config, v string) error {
 		c.Fsync = nil
-		for _, s := range splitList(v) {
+		for _, s := range loadtest.SplitList(v) {
 			switch s {
 			case "on":
 				c.Fsync = append(c.Fsync, true)
@@ -244,16 +244,6 @@ func runBench(ctx context.Context, e Entry, dir string, env runEnv) error {
 		return err
 	}
 	return runErr
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func parseInt(v string, dst *int) error {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/polebench/polebench/bench"
@@ -39,16 +38,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	cfg := loadtest.Config{Flavors: splitList(*flavors), Mode: *mode, Rate: *rate, Clients: *clients,
+	cfg := loadtest.Config{Flavors: loadtest.SplitList(*flavors), Mode: *mode, Rate: *rate, Clients: *clients,
 		Payload: *payload, Warmup: *warmup, Duration: *duration, Repetitions: *reps}
-	for _, s := range splitList(*servers) {
+	for _, s := range loadtest.SplitList(*servers) {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return fmt.Errorf("--servers: %q is not a number", s)
 		}
 		cfg.Servers = append(cfg.Servers, n)
 	}
-	for _, s := range splitList(*fsync) {
+	for _, s := range loadtest.SplitList(*fsync) {
 		switch s {
 		case "on":
 			cfg.Fsync = append(cfg.Fsync, true)
@@ -89,14 +88,4 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "results in %s\n", *out)
 	return runErr
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
