@@ -387,6 +387,8 @@ func TestPlotTimeSeries(t *testing.T) {
 		Title: "Two DCs: latency per DC, leader crash at 30 s", Crash: 30 * time.Second, Elected: 31 * time.Second,
 		Model:  map[string]map[string]float64{"before": {"D1": 10.4, "D2": 20.8}, "after": {"D1": 31.1, "D2": 41.5}},
 		YMaxMS: 100, WidthPx: 1000, HeightPx: 500,
+		Stalls: []HostStall{{HarnessProcess, 12 * time.Second, 12200 * time.Millisecond}, {"p2", 45 * time.Second, 45020 * time.Millisecond},
+			{HarnessProcess, 20 * time.Second, 20003 * time.Millisecond}}, // the last too short to shade
 	}
 	pngPath := filepath.Join(dir, "latency.png")
 	if err := PlotTimeSeries(s, opts, pngPath); err != nil {
@@ -403,6 +405,24 @@ func TestPlotTimeSeries(t *testing.T) {
 	}
 	if b := img.Bounds(); b.Dx() != 1000 || b.Dy() != 500 {
 		t.Errorf("png is %dx%d, want 1000x500", b.Dx(), b.Dy())
+	}
+	// The long stalls are bands over most of the plot's height, one at about 12 s and
+	// one at about 45 s of the 60 s axis; the 3 ms one is not drawn.
+	var bands []int // the first column of each band
+	for x := range 1000 {
+		pink := 0
+		for y := range 500 {
+			r, g, b, _ := img.At(x, y).RGBA()
+			if r>>8 > g>>8+30 && b>>8 > g>>8+10 && r > b {
+				pink++
+			}
+		}
+		if pink > 250 && (len(bands) == 0 || x > bands[len(bands)-1]+3) {
+			bands = append(bands, x)
+		}
+	}
+	if len(bands) != 2 || bands[0] < 150 || bands[0] > 300 || bands[1] < 650 || bands[1] > 850 {
+		t.Errorf("shaded columns start at %v, want two bands near 12 s and 45 s of 60", bands)
 	}
 	svgPath := filepath.Join(dir, "latency.svg")
 	if err := PlotTimeSeries(s, opts, svgPath); err != nil {

@@ -82,8 +82,8 @@ func anatomizeReference(paths []Path, windows []Window, model PathModel, acked m
 				e := &Excess{
 					Total:         st.MeasuredMS - mp.Total,
 					SendLag:       ph["send_lag"],
-					Client:        clientMS(ph),
-					Processing:    processingMS(ph),
+					Client:        ClientMS(ph),
+					Processing:    ProcessingMS(ph),
 					JitterInOrder: a.m.Jitter / n,
 				}
 				e.Other = links - e.JitterInOrder
@@ -115,7 +115,13 @@ func TestAnatomizeMatchesReference(t *testing.T) {
 	}
 	acked := map[string]map[string]int{"before": {"D1": 900, "D2": 800, All: 1700}}
 	for _, m := range []PathModel{model, nil} {
-		got, want := Anatomize(paths, windows, m, acked), anatomizeReference(paths, windows, m, acked)
+		got, want := Anatomize(paths, windows, m, acked, nil), anatomizeReference(paths, windows, m, acked)
+		for _, byDC := range got {
+			for dc, st := range byDC {
+				st.Tail = nil // TestAnatomizeTail's; the reference has none
+				byDC[dc] = st
+			}
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("model %v:\n%+v\nreference\n%+v", m != nil, got, want)
 		}

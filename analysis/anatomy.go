@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -480,7 +482,10 @@ type AnatomyStats struct {
 	// MeasuredMS is their mean latency, which the phases' means add up to.
 	MeasuredMS float64 `json:"measured_ms"`
 	// PhasesMS holds the mean of each phase (Phases), and quorum_follower: the
-	// deciding follower's own share of the quorum wait.
+	// deciding follower's own share of the quorum wait. Where the run measured its host,
+	// host_stall is the part of the writes' time in which a process on their path (the
+	// harness, the serving server, the leader, the deciding follower) stalled, taken out
+	// of the phases it fell in, so the phases still add up.
 	PhasesMS map[string]float64 `json:"phases_ms"`
 	// ModelMS is the plain model's mean over the same writes (each by its server and
 	// leader), split as ModelSplit is.
@@ -490,7 +495,27 @@ type AnatomyStats struct {
 	// Negative counts paths with a phase below zero: steps out of order, which the
 	// shared clock should make impossible.
 	Negative int `json:"negative"`
+	// Tail splits the slowest writes the same way: "p99" the writes at or above the
+	// 99th percentile of the traced writes' latency (with 100 or more traced), "p999"
+	// at or above the 99.9th (with 1000 or more). A mean hides what the tail is made of.
+	Tail map[string]*TailStats `json:"tail,omitempty"`
 }
+
+// TailStats is the anatomy of the writes at or above a percentile of latency.
+type TailStats struct {
+	AtMS       float64            `json:"at_ms"` // the percentile
+	Count      int                `json:"count"`
+	MeasuredMS float64            `json:"measured_ms"`
+	PhasesMS   map[string]float64 `json:"phases_ms"`
+}
+
+// The tails Anatomize splits: the name, the quantile, and the fewest traced writes
+// for which it is more than a handful of writes.
+var tails = []struct {
+	name string
+	q    float64
+	min  int
+}{{"p99", 0.99, 100}, {"p999", 0.999, 1000}}
 
 // ModelParts is the model's mean, split.
 type ModelParts struct {
@@ -514,17 +539,22 @@ type Excess struct {
 	JitterInOrder float64 `json:"jitter_in_order"`
 	// Other is the links' remaining excess over the model.
 	Other float64 `json:"other"`
+	// HostStall is the time a process on the writes' path stalled (host_stall), where
+	// the run measured it: the host's share, not the system's.
+	HostStall float64 `json:"host_stall,omitempty"`
 }
 
 // Anatomize computes the anatomy per window and DC (All included) of the paths whose
 // intended time falls in each window. acked gives the window's acknowledged writes per
 // DC, for the coverage. Without a model (nil, or no split for some path) there is no
-// model and no excess for that DC.
-func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string]map[string]int) map[string]map[string]AnatomyStats {
+// model and no excess for that DC. stalls, where the run measured its host (nil where
+// it did not), are the processes' stalls, named "harness" and "p<id>".
+func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string]map[string]int, stalls []HostStall) map[string]map[string]AnatomyStats {
 	type acc struct {
 		n, neg            int
 		phases            []float64
 		follower, latency float64
+		stall             float64
 		m                 ModelSplit
 		modelled          int
 	}
@@ -532,19 +562,22 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 		m  ModelSplit
 		ok bool
 	}
+	host := newPathStalls(stalls)
+	newAcc := func() *acc { return &acc{phases: make([]float64, len(Phases))} }
 	out := map[string]map[string]AnatomyStats{}
+	var pp pathPhases
 	for _, w := range windows {
 		accs := map[string]*acc{}
 		accOf := func(k string) *acc {
 			a := accs[k]
 			if a == nil {
-				a = &acc{phases: make([]float64, len(Phases))}
+				a = newAcc()
 				accs[k] = a
 			}
 			return a
 		}
 		splits := map[[2]int]split{} // the model asked once per server and leader, not per write
-		phases := make([]float64, len(Phases))
+		latencies := map[string][]float64{}
 		for i := range paths {
 			p := &paths[i]
 			if !w.contains(p.At[StepIntended]) {
@@ -560,26 +593,20 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 				m, ok = sp.m, sp.ok
 			}
 			// The path's numbers once, then into its DC's sums and All's.
-			neg := false
-			for j := range Phases {
-				d := p.Phase(j)
-				neg = neg || d < 0
-				phases[j] = ms(d)
-			}
-			if p.Follower != 0 && (p.At[StepPropArrived] < p.At[StepProposed] || p.FollowerHold() < 0 || p.At[StepQuorum] < p.At[StepAcked]) {
-				neg = true
-			}
-			follower, latency := ms(p.FollowerHold()), ms(p.Latency())
+			pp.of(p, host)
+			latencies[p.DC] = append(latencies[p.DC], pp.latency)
+			latencies[All] = append(latencies[All], pp.latency)
 			for _, a := range [2]*acc{accOf(p.DC), accOf(All)} {
 				a.n++
-				for j, v := range phases {
+				for j, v := range pp.phases {
 					a.phases[j] += v
 				}
-				if neg {
+				if pp.neg {
 					a.neg++
 				}
-				a.follower += follower
-				a.latency += latency
+				a.follower += pp.follower
+				a.latency += pp.latency
+				a.stall += pp.stall
 				if ok {
 					a.modelled++
 					a.m.Forward += m.Forward
@@ -592,30 +619,84 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 		if len(accs) == 0 {
 			continue
 		}
+		phasesOf := func(a *acc) map[string]float64 {
+			n := float64(a.n)
+			ph := map[string]float64{"quorum_follower": a.follower / n}
+			for j, p := range Phases {
+				ph[p.Name] = a.phases[j] / n
+			}
+			if host != nil {
+				ph["host_stall"] = a.stall / n
+			}
+			return ph
+		}
+		// The tails: each DC's thresholds, then a second pass for the paths above them.
+		type tailAcc struct {
+			at float64
+			*acc
+		}
+		tailAccs := map[string][]tailAcc{} // DC -> one per tail
+		for dc, l := range latencies {
+			slices.Sort(l)
+			for _, t := range tails {
+				if len(l) >= t.min {
+					tailAccs[dc] = append(tailAccs[dc], tailAcc{l[int(math.Ceil(t.q*float64(len(l))))-1], newAcc()})
+				}
+			}
+		}
+		if len(tailAccs) > 0 {
+			for i := range paths {
+				p := &paths[i]
+				if !w.contains(p.At[StepIntended]) {
+					continue
+				}
+				lat := ms(p.Latency())
+				if lat < tailAccs[All][0].at && (len(tailAccs[p.DC]) == 0 || lat < tailAccs[p.DC][0].at) {
+					continue // below every tail's threshold (All's p99 is there whenever any is)
+				}
+				pp.of(p, host)
+				for _, dc := range [2]string{p.DC, All} {
+					for _, t := range tailAccs[dc] {
+						if pp.latency < t.at {
+							continue
+						}
+						t.n++
+						for j, v := range pp.phases {
+							t.phases[j] += v
+						}
+						t.follower += pp.follower
+						t.latency += pp.latency
+						t.stall += pp.stall
+					}
+				}
+			}
+		}
 		out[w.Name] = map[string]AnatomyStats{}
 		for dc, a := range accs {
 			n := float64(a.n)
-			st := AnatomyStats{Count: a.n, MeasuredMS: a.latency / n, Negative: a.neg, PhasesMS: map[string]float64{}}
+			st := AnatomyStats{Count: a.n, MeasuredMS: a.latency / n, Negative: a.neg, PhasesMS: phasesOf(a)}
 			if k := acked[w.Name][dc]; k > 0 {
 				st.Coverage = n / float64(k)
 			}
-			for j, ph := range Phases {
-				st.PhasesMS[ph.Name] = a.phases[j] / n
+			for i, t := range tailAccs[dc] {
+				if st.Tail == nil {
+					st.Tail = map[string]*TailStats{}
+				}
+				st.Tail[tails[i].name] = &TailStats{AtMS: t.at, Count: t.n, MeasuredMS: t.latency / float64(t.n), PhasesMS: phasesOf(t.acc)}
 			}
-			st.PhasesMS["quorum_follower"] = a.follower / n
 			if a.modelled == a.n {
 				ph := st.PhasesMS
 				mp := &ModelParts{Forward: a.m.Forward / n, Quorum: a.m.Quorum / n, Back: a.m.Back / n}
 				mp.Total = mp.Forward + mp.Quorum + mp.Back
-				links := ph["forward"] + quorumLinkMS(ph) + ph["commit_back"] - mp.Total
 				e := &Excess{
 					Total:         st.MeasuredMS - mp.Total,
 					SendLag:       ph["send_lag"],
-					Client:        clientMS(ph),
-					Processing:    processingMS(ph),
+					Client:        ClientMS(ph),
+					Processing:    ProcessingMS(ph),
 					JitterInOrder: a.m.Jitter / n,
+					HostStall:     ph["host_stall"],
 				}
-				e.Other = links - e.JitterInOrder
+				e.Other = LinksMS(ph) - mp.Total - e.JitterInOrder
 				st.ModelMS, st.ExcessMS = mp, e
 			}
 			out[w.Name][dc] = st
@@ -624,13 +705,105 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 	return out
 }
 
-// The anatomy's groups of phases (PhasesMS), for the excess and the figure alike:
-// the client library and sockets (the harness's), poled's processing (the deciding
-// follower's own share of the quorum wait included), and the quorum's link time.
-func clientMS(ph map[string]float64) float64 { return ph["to_server"] + ph["to_client"] }
+// HarnessProcess names the harness's own process among the metered ones: it carries
+// the workload and, on the local backend, the replicas too. The replicas in processes
+// of their own are "p<id>".
+const HarnessProcess = "harness"
 
-func processingMS(ph map[string]float64) float64 {
+// pathPhases is one path's numbers in ms: its phases (less the host's stalls in each,
+// where the host was measured), the deciding follower's hold, the stalls, and whether
+// a step was out of order.
+type pathPhases struct {
+	phases                   []float64
+	follower, latency, stall float64
+	neg                      bool
+}
+
+func (pp *pathPhases) of(p *Path, host *pathStalls) {
+	if pp.phases == nil {
+		pp.phases = make([]float64, len(Phases))
+	}
+	pp.neg = false
+	for j := range Phases {
+		d := p.Phase(j)
+		pp.neg = pp.neg || d < 0
+		pp.phases[j] = ms(d)
+	}
+	if p.Follower != 0 && (p.At[StepPropArrived] < p.At[StepProposed] || p.FollowerHold() < 0 || p.At[StepQuorum] < p.At[StepAcked]) {
+		pp.neg = true
+	}
+	pp.follower, pp.latency, pp.stall = ms(p.FollowerHold()), ms(p.Latency()), 0
+	spans := host.of(p)
+	if len(spans) == 0 || !overlaps(spans, p.At[StepIntended], p.At[StepDone]) {
+		return
+	}
+	for j, ph := range Phases {
+		o := ms(overlap(spans, p.At[ph.From], p.At[ph.To]))
+		pp.phases[j] -= o
+		pp.stall += o
+	}
+	if p.Follower != 0 {
+		pp.follower -= ms(overlap(spans, p.At[StepPropArrived], p.At[StepAcked]))
+	}
+}
+
+// pathStalls gives the stalls of the processes on a write's path, merged: the
+// harness's, and the serving server's, the leader's and the deciding follower's where
+// they run in processes of their own. A nil *pathStalls has none.
+type pathStalls struct {
+	byProcess map[string][]HostStall
+	merged    map[[3]int][]span
+}
+
+func newPathStalls(stalls []HostStall) *pathStalls {
+	if stalls == nil {
+		return nil
+	}
+	h := &pathStalls{byProcess: map[string][]HostStall{}, merged: map[[3]int][]span{}}
+	for _, s := range stalls {
+		h.byProcess[s.Process] = append(h.byProcess[s.Process], s)
+	}
+	return h
+}
+
+func (h *pathStalls) of(p *Path) []span {
+	if h == nil {
+		return nil
+	}
+	k := [3]int{p.Server, p.Leader, p.Follower}
+	if s, ok := h.merged[k]; ok {
+		return s
+	}
+	var on []HostStall
+	for _, proc := range []string{HarnessProcess, fmt.Sprintf("p%d", p.Server), fmt.Sprintf("p%d", p.Leader), fmt.Sprintf("p%d", p.Follower)} {
+		on = append(on, h.byProcess[proc]...)
+	}
+	s := union(on)
+	h.merged[k] = s
+	return s
+}
+
+// overlap is how much of [from, to] the disjoint, ordered spans cover.
+func overlap(spans []span, from, to time.Duration) time.Duration {
+	var d time.Duration
+	for i := sort.Search(len(spans), func(i int) bool { return spans[i].to > from }); i < len(spans) && spans[i].from < to; i++ {
+		d += min(spans[i].to, to) - max(spans[i].from, from)
+	}
+	return d
+}
+
+// The anatomy's groups of phases (PhasesMS), for the excess, the tail and the figure
+// alike: the client library and sockets (the harness's), poled's processing (the
+// deciding follower's own share of the quorum wait included), and the links' time.
+func ClientMS(ph map[string]float64) float64 { return ph["to_server"] + ph["to_client"] }
+
+func ProcessingMS(ph map[string]float64) float64 {
 	return ph["intake"] + ph["leader"] + ph["commit"] + ph["apply"] + ph["reply"] + ph["quorum_follower"]
 }
 
 func quorumLinkMS(ph map[string]float64) float64 { return ph["quorum"] - ph["quorum_follower"] }
+
+// LinksMS is the links' time: to the leader, the quorum's round trips, and back.
+func LinksMS(ph map[string]float64) float64 {
+	return ph["forward"] + quorumLinkMS(ph) + ph["commit_back"]
+}

@@ -11,9 +11,13 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
+// stallColor marks the host's stalls in every figure.
+var stallColor = color.RGBA{R: 235, G: 120, B: 170, A: 255}
+
 // PlotAnatomy draws, per window and DC, the model's latency as a bar of its parts
 // (forward link, quorum round trip, commit back) beside the measured latency as a bar
-// of where it went: the harness's send lag and client, poled's processing, and the
+// of where it went: the harness's send lag and client, poled's processing, the host's
+// stalls where the run measured them, and the
 // same three links as measured. Saved to path (.png or .svg).
 func PlotAnatomy(a map[string]map[string]AnatomyStats, title, path string) error {
 	type col struct {
@@ -57,14 +61,21 @@ func PlotAnatomy(a map[string]map[string]AnatomyStats, title, path string) error
 		{"commit back", color.RGBA{R: 150, G: 110, B: 200, A: 255},
 			func(m *ModelParts) float64 { return m.Back }, func(ph map[string]float64) float64 { return ph["commit_back"] }},
 	}
-	ours := []struct {
+	type part struct {
 		name string
 		c    color.Color
 		meas func(map[string]float64) float64
-	}{
+	}
+	ours := []part{
 		{"send lag (harness)", color.RGBA{R: 230, G: 90, B: 70, A: 255}, func(ph map[string]float64) float64 { return max(ph["send_lag"], 0) }},
-		{"client and sockets (harness)", color.RGBA{R: 240, G: 170, B: 60, A: 255}, clientMS},
-		{"processing (poled)", color.RGBA{R: 120, G: 120, B: 120, A: 255}, processingMS},
+		{"client and sockets (harness)", color.RGBA{R: 240, G: 170, B: 60, A: 255}, ClientMS},
+		{"processing (poled)", color.RGBA{R: 120, G: 120, B: 120, A: 255}, ProcessingMS},
+	}
+	for _, c := range cols {
+		if c.st.PhasesMS["host_stall"] > 0 {
+			ours = append(ours, part{"host stall (the host's)", stallColor, func(ph map[string]float64) float64 { return ph["host_stall"] }})
+			break
+		}
 	}
 	bars := func(f func(AnatomyStats) float64) plotter.Values {
 		v := make(plotter.Values, len(cols))

@@ -2,8 +2,11 @@ package analysis
 
 import (
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -100,7 +103,7 @@ func TestAnatomize(t *testing.T) {
 		return ModelSplit{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, true
 	}
 	w := []Window{{Name: "before", From: 0, To: time.Second}}
-	a := Anatomize(paths, w, model, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}})
+	a := Anatomize(paths, w, model, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}}, nil)
 	d1 := a["before"]["D1"]
 	if d1.Count != 1 || d1.Coverage != 1 || math.Abs(d1.MeasuredMS-22) > 1e-9 || d1.Negative != 0 {
 		t.Fatalf("D1: %+v", d1)
@@ -127,10 +130,10 @@ func TestAnatomize(t *testing.T) {
 	// Out of order steps are counted, not hidden.
 	bad := append([]Path(nil), paths...)
 	bad[0].At[StepReply] = bad[0].At[StepApplied] - time.Microsecond
-	if n := Anatomize(bad, w, nil, nil)["before"]["D1"].Negative; n != 1 {
+	if n := Anatomize(bad, w, nil, nil, nil)["before"]["D1"].Negative; n != 1 {
 		t.Errorf("a reply before its apply: negative = %d, want 1", n)
 	}
-	if Anatomize(bad, w, nil, nil)["before"]["D1"].ExcessMS != nil {
+	if Anatomize(bad, w, nil, nil, nil)["before"]["D1"].ExcessMS != nil {
 		t.Error("an excess without a model")
 	}
 }
@@ -163,5 +166,113 @@ func TestZxidTable(t *testing.T) {
 	}
 	if a := x.get(0x1_00000006); a == nil || a[0] != 0 {
 		t.Errorf("zxid 0x100000006, covered, never set: %v, want [0]", a)
+	}
+}
+
+// TestAnatomizeHostStall: a stall of a process on a write's path comes out of the
+// phase it fell in and into host_stall, so the phases still add up; a stall of a
+// process off the path does not count.
+func TestAnatomizeHostStall(t *testing.T) {
+	recs, marks, start := anatomyFixture()
+	paths, _ := Join(recs, marks, start)
+	model := func(w string, s, l int) (ModelSplit, bool) {
+		return ModelSplit{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, s != l
+	}
+	at := func(v float64) time.Duration { return time.Duration(v * 1e6) }
+	stalls := []HostStall{
+		{HarnessProcess, at(10.1), at(10.25)}, // send lag 0.1, to the server 0.05 (path 1)
+		{HarnessProcess, at(11.5), at(11.55)}, // path 1's forward link, path 2's quorum
+		{"p2", at(20.75), at(20.85)},          // path 1's follower: its hold 0.05, the quorum 0.1
+		{"p3", at(25), at(26)},                // path 1's leader: inside the commit's way back
+		{"p9", at(10), at(32)},                // on no path
+	}
+	w := []Window{{Name: "before", From: 0, To: time.Second}}
+	a := Anatomize(paths, w, model, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}}, stalls)
+	d1, d2 := a["before"]["D1"], a["before"]["D2"]
+	want := map[string]float64{"send_lag": 0.1, "to_server": 0.05, "forward": 10.05, "quorum": 0.2, "quorum_follower": 0.05,
+		"commit_back": 9, "to_client": 0.7, "host_stall": 1.3}
+	for name, v := range want {
+		if got := d1.PhasesMS[name]; math.Abs(got-v) > 1e-9 {
+			t.Errorf("D1 %s = %.4f ms, want %.4f", name, got, v)
+		}
+	}
+	sum := d1.PhasesMS["host_stall"]
+	for _, ph := range Phases {
+		sum += d1.PhasesMS[ph.Name]
+	}
+	if math.Abs(sum-d1.MeasuredMS) > 1e-9 {
+		t.Errorf("D1 phases and host stall add up to %.4f, measured %.4f", sum, d1.MeasuredMS)
+	}
+	e := d1.ExcessMS
+	if e == nil || math.Abs(e.HostStall-1.3) > 1e-9 || math.Abs(e.Other+1.05) > 1e-9 {
+		t.Fatalf("D1 excess %+v, want host stall 1.3 and other -1.05", e)
+	}
+	if parts := e.SendLag + e.Client + e.Processing + e.JitterInOrder + e.Other + e.HostStall; math.Abs(parts-e.Total) > 1e-9 {
+		t.Errorf("D1 excess parts add up to %.4f, total %.4f", parts, e.Total)
+	}
+	if got := d2.PhasesMS["host_stall"]; math.Abs(got-0.05) > 1e-9 {
+		t.Errorf("D2 host stall %.4f ms, want 0.05 (the harness's, in its quorum wait)", got)
+	}
+	if _, ok := Anatomize(paths, w, model, nil, nil)["before"]["D1"].PhasesMS["host_stall"]; ok {
+		t.Error("a host stall phase where the host was not measured")
+	}
+	if got := Anatomize(paths, w, model, nil, []HostStall{})["before"]["D1"].PhasesMS; got["host_stall"] != 0 || got["send_lag"] != 0.2 {
+		t.Errorf("measured host without stalls: %v, want host_stall 0 and the phases whole", got)
+	}
+}
+
+// TestAnatomizeTail: the tail is exactly the writes at or above the percentile, and
+// its phases add up to its mean.
+func TestAnatomizeTail(t *testing.T) {
+	// 2000 writes in two DCs, each step a random 0-2 ms after the last: latencies spread.
+	rng := rand.New(rand.NewPCG(7, 8))
+	paths := make([]Path, 2000)
+	for i := range paths {
+		p := &paths[i]
+		p.ID, p.DC, p.Server, p.Leader, p.Follower = uint64(i), []string{"D1", "D2"}[i%2], 1+i%2, 3, 2
+		p.At[0] = time.Duration(i) * time.Millisecond
+		for k := 1; k < int(numSteps); k++ {
+			p.At[k] = p.At[k-1] + time.Duration(rng.IntN(2000))*time.Microsecond
+		}
+	}
+	w := []Window{{"before", 0, time.Hour}}
+	var stalls []HostStall
+	for i := range 50 {
+		from := time.Duration(i) * 37 * time.Millisecond
+		stalls = append(stalls, HostStall{HarnessProcess, from, from + 2*time.Millisecond})
+	}
+	a := Anatomize(paths, w, nil, nil, stalls)["before"]
+	for _, dc := range []string{"D1", All} {
+		var lat []float64
+		for _, p := range paths {
+			if dc == All || p.DC == dc {
+				lat = append(lat, ms(p.Latency()))
+			}
+		}
+		slices.Sort(lat)
+		for _, tl := range tails {
+			tail, ok := a[dc].Tail[tl.name]
+			if len(lat) < tl.min {
+				if ok {
+					t.Errorf("%s: a %s tail of %d writes", dc, tl.name, len(lat))
+				}
+				continue
+			}
+			at := lat[int(math.Ceil(tl.q*float64(len(lat))))-1]
+			n := len(lat) - sort.SearchFloat64s(lat, at)
+			if !ok || tail.AtMS != at || tail.Count != n || tail.MeasuredMS < at-1e-9 {
+				t.Fatalf("%s %s: %+v, want at %.4f over %d writes", dc, tl.name, tail, at, n)
+			}
+			sum := tail.PhasesMS["host_stall"]
+			for _, ph := range Phases {
+				sum += tail.PhasesMS[ph.Name]
+			}
+			if math.Abs(sum-tail.MeasuredMS) > 1e-9 {
+				t.Errorf("%s %s: phases add up to %.4f, mean %.4f", dc, tl.name, sum, tail.MeasuredMS)
+			}
+		}
+	}
+	if a[All].Tail["p99"] == nil || a[All].Tail["p999"] == nil {
+		t.Fatalf("all: tails %v, want p99 and p999 (%d writes)", a[All].Tail, a[All].Count)
 	}
 }

@@ -1,10 +1,13 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/polebench/polebench/workload"
@@ -50,6 +53,19 @@ type HostSample struct {
 	CPUBusyPct float64 // NaN unread
 	CPUSomePct float64 // NaN without pressure stall information
 	GCPauseMS  float64 // the harness's GC
+	// ProcWaitPct is, per process watched from outside (the harness, and servers that
+	// are processes of the harness's host: ZooKeeper's JVMs, poled in namespaces or
+	// containers), how long its threads waited in the run queue over the period,
+	// summed over its threads, in % of the period; a process not running throughout
+	// the period is missing.
+	ProcWaitPct map[string]float64
+	// LinkMsgs is how many messages the user-space links in the harness's process
+	// delivered in the period (the local backend's); LinkLateP99MS and LinkLateMaxMS
+	// how late the 99th percentile and the latest were after their scheduled arrival,
+	// NaN without a message.
+	LinkMsgs      int64
+	LinkLateP99MS float64
+	LinkLateMaxMS float64
 }
 
 // HostInput is what the run measured of its host.
@@ -75,6 +91,15 @@ type HostWindow struct {
 	CPUSomePct   *float64 `json:"cpu_pressure_pct,omitempty"`
 	GCPauseMS    float64  `json:"harness_gc_pause_ms"`
 	Processes    []string `json:"processes"`
+	// ProcWaitPct is each process watched from outside: its mean run-queue wait over
+	// the window's samples (HostSample.ProcWaitPct). Reported, not judged.
+	ProcWaitPct map[string]float64 `json:"proc_wait_pct,omitempty"`
+	// The user-space links in the harness's process over the window: the messages
+	// they delivered, the latest delivery after its schedule, and the highest of the
+	// 100 ms periods' p99 lateness. Reported, not judged.
+	LinkMsgs           int64    `json:"link_msgs,omitempty"`
+	LinkLateMaxMS      *float64 `json:"link_late_max_ms,omitempty"`
+	LinkLateWorstP99MS *float64 `json:"link_late_worst_p99_ms,omitempty"`
 }
 
 // span is a stretch of the run's clock.
@@ -144,6 +169,8 @@ func HostVerdict(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 		hw.StallTimePct = 100 * float64(covered) / float64(w.To-w.From)
 	}
 	var busy, some []float64
+	wait := map[string][]float64{}
+	var lateMax, lateP99 float64
 	for _, s := range h.Samples {
 		if s.At <= w.From || s.At > w.To {
 			continue
@@ -155,6 +182,22 @@ func HostVerdict(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 			some = append(some, s.CPUSomePct)
 		}
 		hw.GCPauseMS += s.GCPauseMS
+		for p, v := range s.ProcWaitPct {
+			wait[p] = append(wait[p], v)
+		}
+		if s.LinkMsgs > 0 {
+			hw.LinkMsgs += s.LinkMsgs
+			lateMax, lateP99 = max(lateMax, s.LinkLateMaxMS), max(lateP99, s.LinkLateP99MS)
+		}
+	}
+	for p, v := range wait {
+		if hw.ProcWaitPct == nil {
+			hw.ProcWaitPct = map[string]float64{}
+		}
+		hw.ProcWaitPct[p] = mean(v)
+	}
+	if hw.LinkMsgs > 0 {
+		hw.LinkLateMaxMS, hw.LinkLateWorstP99MS = &lateMax, &lateP99
 	}
 	if len(busy) > 0 {
 		v := mean(busy)
@@ -180,7 +223,37 @@ func HostVerdict(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 	if hw.StallMaxMS > DegradedStallMS {
 		degrade(Degraded, "a process stalled %.0f ms (degraded above %g ms)", hw.StallMaxMS, DegradedStallMS)
 	}
+	if hw.Verdict != Trusted {
+		hw.Reasons = append(hw.Reasons, hw.contention()...)
+	}
 	return hw
+}
+
+// contention says, beside a verdict that is not trusted, what the host's contention
+// looked like where it is measured without a meter of its own: the run-queue wait of
+// the processes watched from outside, the most waiting first, and how late the
+// user-space links delivered. Reported, not judged: docs/host.md has no measurement
+// yet that would make a threshold of either.
+func (hw *HostWindow) contention() []string {
+	var out []string
+	if len(hw.ProcWaitPct) > 0 {
+		procs := slices.Collect(maps.Keys(hw.ProcWaitPct))
+		slices.SortFunc(procs, func(a, b string) int {
+			if c := cmp.Compare(hw.ProcWaitPct[b], hw.ProcWaitPct[a]); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b)
+		})
+		parts := make([]string, len(procs))
+		for i, p := range procs {
+			parts[i] = fmt.Sprintf("%s %.0f %%", p, hw.ProcWaitPct[p])
+		}
+		out = append(out, "run-queue wait of the processes watched from outside, in % of the window summed over their threads (reported, not judged): "+strings.Join(parts, ", "))
+	}
+	if hw.LinkLateMaxMS != nil {
+		out = append(out, fmt.Sprintf("the user-space links delivered up to %.1f ms after their schedule, p99 up to %.1f ms in a 100 ms period (reported, not judged)", *hw.LinkLateMaxMS, *hw.LinkLateWorstP99MS))
+	}
+	return out
 }
 
 func mean(v []float64) float64 {

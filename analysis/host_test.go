@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,5 +61,42 @@ func TestHostStallTime(t *testing.T) {
 	}}, Window{From: 0, To: time.Second}, nil)
 	if math.Abs(h.StallTimePct-16) > 1e-9 || h.Stalls != 3 || h.StallMaxMS != 110 {
 		t.Errorf("stall time %.2f %%, %d stalls, longest %.1f ms; want 16 %%, 3, 110", h.StallTimePct, h.Stalls, h.StallMaxMS)
+	}
+}
+
+// The processes watched from outside and the user-space links are reported per window,
+// and named among the reasons of a window that is not trusted, never judged.
+func TestHostContention(t *testing.T) {
+	ms := time.Millisecond
+	var recs []workload.Record
+	for i := range 100 {
+		at := time.Duration(i) * 10 * ms
+		recs = append(recs, workload.Record{Intended: at, Done: at + 5*ms, Outcome: workload.OK})
+	}
+	w := Window{Name: "before", From: 0, To: time.Second}
+	samples := []HostSample{
+		{At: 100 * ms, ProcWaitPct: map[string]float64{"p1": 10, "harness": 30}, LinkMsgs: 50, LinkLateP99MS: 0.5, LinkLateMaxMS: 2},
+		{At: 200 * ms, ProcWaitPct: map[string]float64{"p1": 90, "harness": 10}, LinkMsgs: 0, LinkLateP99MS: math.NaN(), LinkLateMaxMS: math.NaN()},
+		{At: 300 * ms, ProcWaitPct: map[string]float64{"harness": 20}, LinkMsgs: 10, LinkLateP99MS: 1.5, LinkLateMaxMS: 1.5},
+		{At: 2 * time.Second, ProcWaitPct: map[string]float64{"p1": 1000}, LinkMsgs: 5, LinkLateP99MS: 100, LinkLateMaxMS: 100}, // outside
+	}
+	h := HostVerdict(&HostInput{Processes: []string{"harness"}, Samples: samples}, w, recs)
+	if h.Verdict != Trusted || len(h.Reasons) != 0 {
+		t.Errorf("%s with %q: high waits are reported, not judged", h.Verdict, h.Reasons)
+	}
+	if h.ProcWaitPct["p1"] != 50 || h.ProcWaitPct["harness"] != 20 || len(h.ProcWaitPct) != 2 {
+		t.Errorf("mean waits %v, want p1 50, harness 20", h.ProcWaitPct)
+	}
+	if h.LinkMsgs != 60 || h.LinkLateMaxMS == nil || *h.LinkLateMaxMS != 2 || *h.LinkLateWorstP99MS != 1.5 {
+		t.Errorf("links: %d messages, max %v, worst p99 %v; want 60, 2, 1.5", h.LinkMsgs, h.LinkLateMaxMS, h.LinkLateWorstP99MS)
+	}
+	stalled := &HostInput{Processes: []string{"harness"}, Samples: samples, Stalls: []HostStall{{Process: "harness", From: 0, To: 45 * ms}}}
+	h = HostVerdict(stalled, w, recs)
+	if h.Verdict != Degraded || len(h.Reasons) != 3 || !strings.Contains(h.Reasons[1], "p1 50 %, harness 20 %") || !strings.Contains(h.Reasons[2], "up to 2.0 ms") {
+		t.Errorf("%s with %q; want degraded, the stalls first, then p1 before the harness, then the links", h.Verdict, h.Reasons)
+	}
+	h = HostVerdict(&HostInput{Stalls: stalled.Stalls}, w, recs)
+	if len(h.Reasons) != 1 || h.ProcWaitPct != nil || h.LinkLateMaxMS != nil {
+		t.Errorf("nothing watched, no links: %q, %v, %v", h.Reasons, h.ProcWaitPct, h.LinkLateMaxMS)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // PlotOptions configures the Fig. 4b-style time series plot.
@@ -23,10 +24,13 @@ type PlotOptions struct {
 	// Model holds predicted mean latencies in ms per window ("before", "after") and DC,
 	// drawn as dashed horizontal lines in the DC's colour: "before" up to the crash,
 	// "after" from the crash on.
-	Model    map[string]map[string]float64
-	YMaxMS   float64 // clip the y axis (the crash spike can dwarf the rest); 0: automatic
-	WidthPx  int     // default 1200
-	HeightPx int     // default 600
+	Model  map[string]map[string]float64
+	YMaxMS float64 // clip the y axis (the crash spike can dwarf the rest); 0: automatic
+	// Stalls are shaded behind the lines: spans in which a metered process stalled for
+	// StallMS or more (the host's, not the system's).
+	Stalls   []HostStall
+	WidthPx  int // default 1200
+	HeightPx int // default 600
 }
 
 // pngDPI is the resolution gonum/plot renders PNGs at: pixels = inches × 96.
@@ -57,6 +61,10 @@ func PlotTimeSeries(s *Series, o PlotOptions, path string) error {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Y.Min = 0
+	if bands := shadeStalls(o.Stalls); len(bands) > 0 {
+		p.Add(bands) // first: behind the lines
+		p.Legend.Add(fmt.Sprintf("host stall ≥%g ms", StallMS), bands)
+	}
 
 	var tmax, ymax float64
 	for i, dc := range s.DCs {
@@ -150,3 +158,40 @@ func niceTicks(lo, hi float64) []plot.Tick {
 	}
 	return ticks
 }
+
+// stallBands shades spans of the run's clock over the whole height of the plot. It has
+// no data range of its own: the stalls never stretch the axes.
+type stallBands []span
+
+func shadeStalls(stalls []HostStall) stallBands {
+	var long []HostStall
+	for _, st := range stalls {
+		if ms(st.To-st.From) >= StallMS {
+			long = append(long, st)
+		}
+	}
+	return stallBands(union(long))
+}
+
+func (b stallBands) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, s := range b {
+		x0, x1 := trX(s.from.Seconds()), trX(s.to.Seconds())
+		if x1 < c.Min.X || x0 > c.Max.X {
+			continue
+		}
+		if x1-x0 < vg.Points(1.5) { // a 5 ms stall in a 60 s plot is narrower than a pixel
+			x1 = x0 + vg.Points(1.5)
+		}
+		x0, x1 = max(x0, c.Min.X), min(x1, c.Max.X)
+		c.FillPolygon(stallShade, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+	}
+}
+
+// Thumbnail draws the legend's swatch.
+func (b stallBands) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(stallShade, []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+// stallShade is stallColor, light enough that the lines read through it.
+var stallShade = color.NRGBA{R: stallColor.R, G: stallColor.G, B: stallColor.B, A: 110}

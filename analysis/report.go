@@ -78,6 +78,9 @@ func Report(dir string, in Input, bucket time.Duration, plot PlotOptions) (*Summ
 	if plot.Model == nil {
 		plot.Model = in.Model
 	}
+	if plot.Stalls == nil && in.Host != nil {
+		plot.Stalls = in.Host.Stalls
+	}
 	if err := PlotTimeSeries(series, plot, f.Plot); err != nil {
 		return nil, nil, err
 	}

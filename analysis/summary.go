@@ -208,7 +208,11 @@ func Summarize(in Input) (*Summary, error) {
 				acked[w][dc] = st.Count
 			}
 		}
-		s.Anatomy, s.AnatomyJoin = Anatomize(in.Paths, windows, in.PathModel, acked), in.Join
+		var stalls []HostStall // nil: the host not measured
+		if in.Host != nil {
+			stalls = append([]HostStall{}, in.Host.Stalls...)
+		}
+		s.Anatomy, s.AnatomyJoin = Anatomize(in.Paths, windows, in.PathModel, acked, stalls), in.Join
 	}
 	s.OfferedRate, s.ScheduledRate, s.AchievedRate = st.OfferedRate, st.ScheduledRate, st.AchievedRate
 	return s, nil
@@ -251,6 +255,8 @@ type Repetitions struct {
 	P99LatencyMS           map[string]map[string]Agg `json:"p99_latency_ms"`
 	LostAcknowledgedWrites int                       `json:"lost_acknowledged_writes"` // summed
 	NewLeaders             map[int]int               `json:"new_leaders"`              // leader id -> runs
+	// Host counts the runs whose every window the host's verdict trusted.
+	Host HostRuns `json:"host"`
 }
 
 // Aggregate combines the summaries of repetitions. A DC or window aggregates over the
@@ -272,6 +278,7 @@ func AggregateRuns(sums []*Summary) (*Repetitions, error) {
 			recovery = append(recovery, *s.RecoveryMS)
 		}
 		r.LostAcknowledgedWrites += s.LostAcknowledgedWrites
+		r.Host.Add(s.Trusted())
 		if s.NewLeader != 0 {
 			r.NewLeaders[s.NewLeader]++
 		}

@@ -62,6 +62,11 @@ type Metric struct {
 	// same samples, so Compare reports any change of them (CHANGED), not only a
 	// significant one.
 	Deterministic bool `json:"deterministic,omitempty"`
+	// Host is the host's verdict on the run of each sample, in the samples' order
+	// (analysis.Summary.RunVerdict: trusted, degraded, untrusted, or "" for a run that
+	// measured no host); nil when no run did (simulated runs, bench entries, files
+	// from before the meter). Compare counts and, with TrustedOnly, filters by it.
+	Host []string `json:"host,omitempty"`
 }
 
 // Median of the samples (NaN without any).
@@ -134,7 +139,38 @@ func ReadFile(path string) (*File, error) {
 	if f.Format < 1 || f.Format > FormatVersion {
 		return nil, fmt.Errorf("bench: %s: format %d, this polebench reads 1..%d", path, f.Format, FormatVersion)
 	}
+	for _, m := range f.Metrics {
+		if err := checkHost(m.Host, len(m.Samples)); err != nil {
+			return nil, fmt.Errorf("bench: %s: metric %s: %w", path, m.Name, err)
+		}
+	}
 	return &f, nil
+}
+
+// checkHost checks a metric's host verdicts against its n samples.
+func checkHost(host []string, n int) error {
+	if host == nil {
+		return nil
+	}
+	if len(host) != n {
+		return fmt.Errorf("host has %d verdicts for %d samples", len(host), n)
+	}
+	for i, v := range host {
+		switch v {
+		case "", analysis.Trusted, analysis.Degraded, analysis.Untrusted:
+		default:
+			return fmt.Errorf("host[%d] is %q, want %s, %s, %s or empty", i, v, analysis.Trusted, analysis.Degraded, analysis.Untrusted)
+		}
+	}
+	return nil
+}
+
+// measuredHost is host, or nil when none of its verdicts says anything.
+func measuredHost(host []string) []string {
+	if slices.ContainsFunc(host, func(v string) bool { return v != "" }) {
+		return host
+	}
+	return nil
 }
 
 // Load reads a bench.json file, or a directory: its bench.json if it has one, else the
@@ -250,6 +286,7 @@ func Collect(root string) (*File, error) {
 	}
 	f := &File{Format: FormatVersion, Metrics: []Metric{}}
 	samples := map[string][]float64{}
+	hosts := map[string][]string{} // beside samples: the host's verdict on each one's run
 	simulated := map[string]bool{} // experiment → its runs were simulated (deterministic)
 	links := map[string]bool{}
 	for _, dir := range runs {
@@ -285,8 +322,10 @@ func Collect(root string) (*File, error) {
 				return nil, fmt.Errorf("bench: %w", err)
 			}
 			got++
+			verdict := s.RunVerdict()
 			for key, v := range SummaryMetrics(s) {
 				samples[exp+"/"+key] = append(samples[exp+"/"+key], v)
+				hosts[exp+"/"+key] = append(hosts[exp+"/"+key], verdict)
 			}
 		}
 		if want := max(sp.Repetitions, 1); got < want {
@@ -296,7 +335,7 @@ func Collect(root string) (*File, error) {
 	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		k := kindOf(Key(name))
 		f.Metrics = append(f.Metrics, Metric{Name: name, Unit: k.unit, Better: k.better, MinEffect: k.effect, Samples: samples[name],
-			Deterministic: simulated[name[:strings.LastIndex(name, "/")]]})
+			Deterministic: simulated[name[:strings.LastIndex(name, "/")]], Host: measuredHost(hosts[name])})
 	}
 	f.Env.Links = slices.Sorted(maps.Keys(links))
 	return f, nil

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/polebench/polebench/analysis"
 )
 
 // DefaultAlpha is the significance level of Compare.
@@ -29,10 +31,15 @@ const (
 	// commits and does not fail; a change the worse way by at least the metric's
 	// minimum effect is a Regressed instead.
 	Changed Verdict = "CHANGED"
+	// TooFewTrusted is a metric Options.TrustedOnly left too few runs to compare: it
+	// fails, as a Missing does, since nothing was shown about it.
+	TooFewTrusted Verdict = "TOO FEW TRUSTED"
 )
 
 // Fails says whether the verdict fails the comparison.
-func (v Verdict) Fails() bool { return v == Regressed || v == LostWrites || v == Missing }
+func (v Verdict) Fails() bool {
+	return v == Regressed || v == LostWrites || v == Missing || v == TooFewTrusted
+}
 
 // Row is one metric of a comparison.
 type Row struct {
@@ -64,6 +71,32 @@ type Comparison struct {
 	// Fidelity is the new night's verdicts against the entries' goals, shown beside
 	// the comparison; they do not change its outcome (nightly fails on a miss).
 	Fidelity []Fidelity
+	// Hosts counts, per experiment whose runs measured their host (or that
+	// TrustedOnly left uncompared), each side's runs by the host's verdict, before any
+	// filtering.
+	Hosts       []ExperimentHost
+	TrustedOnly bool
+}
+
+// ExperimentHost is how many runs of an experiment, on each side, the host's
+// verdict trusted in every window.
+type ExperimentHost struct {
+	Experiment string
+	Old, New   analysis.HostRuns
+	// TooFew says, with TrustedOnly, that the trusted runs left are too few to
+	// compare the experiment, naming the side(s) and counts; "" otherwise.
+	TooFew string
+}
+
+// Options tune CompareWith.
+type Options struct {
+	Alpha float64
+	// TrustedOnly compares only the samples of runs whose every window the host's
+	// verdict trusted. A simulated metric (no host) and the lost acknowledged writes
+	// (a host cannot lose a write) keep every run. An experiment left with too few
+	// trusted runs for the test to reach p < Alpha is not compared: its metrics are
+	// TooFewTrusted.
+	TrustedOnly bool
 }
 
 // Failures counts the rows that fail the comparison.
@@ -82,10 +115,34 @@ func (c *Comparison) Failures() int {
 // moved the worse way by at least the metric's minimum effect (cur's, as bench.json
 // gives it). Any lost acknowledged write in cur fails whatever old says.
 func Compare(old, cur *File, alpha float64) (*Comparison, error) {
+	return CompareWith(old, cur, Options{Alpha: alpha})
+}
+
+// CompareWith is Compare with options.
+func CompareWith(old, cur *File, o Options) (*Comparison, error) {
+	alpha := o.Alpha
 	if alpha <= 0 || alpha >= 1 {
 		return nil, fmt.Errorf("bench: alpha %v not in (0, 1)", alpha)
 	}
-	c := &Comparison{Alpha: alpha, Old: old.Env, New: cur.Env, Fidelity: cur.Fidelity}
+	c := &Comparison{Alpha: alpha, Old: old.Env, New: cur.Env, Fidelity: cur.Fidelity, TrustedOnly: o.TrustedOnly}
+	tooFew := map[string]string{} // experiment → why it is not compared
+	for _, h := range hostCounts(old, cur) {
+		if o.TrustedOnly {
+			h.TooFew = tooFewTrusted(h.Old, h.New, alpha)
+			if h.TooFew != "" {
+				tooFew[h.Experiment] = h.TooFew
+			}
+		}
+		// An experiment that measured no host on either side (a bench entry) is shown
+		// only when it cannot be compared.
+		if h.Old.Measured > 0 || h.New.Measured > 0 || h.TooFew != "" {
+			c.Hosts = append(c.Hosts, h)
+		}
+	}
+	if o.TrustedOnly {
+		old, cur = trustedOnly(old), trustedOnly(cur)
+		c.Notes = append(c.Notes, "--trusted-only: only runs whose every window the host's verdict trusted are compared; simulated metrics and lost acknowledged writes count every run")
+	}
 	if len(cur.Env.Planted) > 0 {
 		c.Notes = append(c.Notes, "new: a planted regression (nightly --set "+strings.Join(cur.Env.Planted, " --set ")+")")
 	}
@@ -122,6 +179,8 @@ func Compare(old, cur *File, alpha float64) (*Comparison, error) {
 		case Key(name) == LostWritesKey && n != nil && slices.Max(append([]float64{0}, n.Samples...)) > 0:
 			r.Verdict = LostWrites
 			r.Note = "acknowledged writes were lost"
+		case tooFew[experiment(name)] != "" && Key(name) != LostWritesKey && !ref.Deterministic:
+			r.Verdict, r.Note = TooFewTrusted, "--trusted-only: "+tooFew[experiment(name)]
 		case n == nil || len(n.Samples) == 0:
 			r.Verdict = Missing
 			r.Note = "not measured in new"
@@ -137,6 +196,101 @@ func Compare(old, cur *File, alpha float64) (*Comparison, error) {
 		c.Rows = append(c.Rows, r)
 	}
 	return c, nil
+}
+
+// experiment is the part of a metric name before its key.
+func experiment(name string) string {
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		return name[:i]
+	}
+	return ""
+}
+
+// hostRuns counts each experiment's runs in f by the host's verdict, from the metric
+// with the most samples (every run's summary gives writes_per_s and the lost writes;
+// a window's latency only runs that measured the window). A simulated experiment has
+// no host to count.
+func hostRuns(f *File) map[string]analysis.HostRuns {
+	longest := map[string]*Metric{}
+	for i := range f.Metrics {
+		m := &f.Metrics[i]
+		if m.Deterministic {
+			continue
+		}
+		if l := longest[experiment(m.Name)]; l == nil || len(m.Samples) > len(l.Samples) {
+			longest[experiment(m.Name)] = m
+		}
+	}
+	out := map[string]analysis.HostRuns{}
+	for exp, m := range longest {
+		var h analysis.HostRuns
+		for i := range m.Samples {
+			v := ""
+			if i < len(m.Host) {
+				v = m.Host[i]
+			}
+			h.Add(v == analysis.Trusted, v != "")
+		}
+		out[exp] = h
+	}
+	return out
+}
+
+// hostCounts pairs both sides' host counts per experiment that is not simulated.
+func hostCounts(old, cur *File) []ExperimentHost {
+	o, n := hostRuns(old), hostRuns(cur)
+	exps := maps.Clone(o)
+	maps.Copy(exps, n)
+	var out []ExperimentHost
+	for _, exp := range slices.Sorted(maps.Keys(exps)) {
+		out = append(out, ExperimentHost{Experiment: exp, Old: o[exp], New: n[exp]})
+	}
+	return out
+}
+
+// tooFewTrusted says why an experiment whose runs were filtered down to the trusted
+// ones cannot be compared, or "" if it can: the filter dropped runs and what is left
+// is too few for the test to reach p < alpha (or nothing at all on a side).
+func tooFewTrusted(old, cur analysis.HostRuns, alpha float64) string {
+	dropped := old.Trusted < old.Runs || cur.Trusted < cur.Runs
+	if old.Runs == 0 || cur.Runs == 0 || !dropped || MinP(old.Trusted, cur.Trusted) < alpha {
+		return ""
+	}
+	var sides []string
+	for _, s := range []struct {
+		name string
+		h    analysis.HostRuns
+	}{{"old", old}, {"new", cur}} {
+		if s.h.Trusted < s.h.Runs {
+			side := fmt.Sprintf("%s has %d trusted of %d runs", s.name, s.h.Trusted, s.h.Runs)
+			if n := s.h.Runs - s.h.Measured; n > 0 {
+				side += fmt.Sprintf(" (%d not measured)", n)
+			}
+			sides = append(sides, side)
+		}
+	}
+	return fmt.Sprintf("%s; %d+%d runs cannot reach p < %g", strings.Join(sides, ", "), old.Trusted, cur.Trusted, alpha)
+}
+
+// trustedOnly is f with only the samples of trusted runs, but for simulated metrics
+// (no host) and the lost acknowledged writes (a host cannot lose a write).
+func trustedOnly(f *File) *File {
+	g := *f
+	g.Metrics = make([]Metric, 0, len(f.Metrics))
+	for _, m := range f.Metrics {
+		if !m.Deterministic && Key(m.Name) != LostWritesKey {
+			var samples []float64
+			var host []string
+			for i, v := range m.Samples {
+				if i < len(m.Host) && m.Host[i] == analysis.Trusted {
+					samples, host = append(samples, v), append(host, m.Host[i])
+				}
+			}
+			m.Samples, m.Host = samples, host
+		}
+		g.Metrics = append(g.Metrics, m)
+	}
+	return &g
 }
 
 func judge(r *Row, eff MinEffect, alpha float64) error {
@@ -231,6 +385,12 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	if len(c.Hosts) > 0 {
+		fmt.Fprintln(w, "\nhost (runs with every window trusted):")
+		for _, l := range c.hostLines() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	if err != nil || len(c.Fidelity) == 0 {
 		return err
 	}
@@ -288,12 +448,32 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	for _, n := range c.Notes {
 		fmt.Fprintf(w, "\n- %s", n)
 	}
+	if len(c.Hosts) > 0 {
+		fmt.Fprint(w, "\n\nHost (runs with every window trusted):\n")
+		for _, l := range c.hostLines() {
+			fmt.Fprintf(w, "\n- %s", l)
+		}
+	}
 	_, err := fmt.Fprintln(w)
 	if err != nil || len(c.Fidelity) == 0 {
 		return err
 	}
 	fmt.Fprintf(w, "\n#### Fidelity of the new night: %s\n\n", fidelityCount(c.Fidelity))
 	return WriteFidelityMarkdown(w, c.Fidelity, false)
+}
+
+// hostLines says per experiment how many runs of each side the host's verdict
+// trusted, and which experiments TrustedOnly left uncompared.
+func (c *Comparison) hostLines() []string {
+	var out []string
+	for _, h := range c.Hosts {
+		l := fmt.Sprintf("%s: old %s, new %s", h.Experiment, h.Old, h.New)
+		if h.TooFew != "" {
+			l += ": NOT COMPARED, too few trusted runs (" + h.TooFew + ")"
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func (c *Comparison) footer() string {

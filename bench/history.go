@@ -31,6 +31,8 @@ type NightMetric struct {
 	Median    float64   `json:"median"`
 	// Deterministic: a simulated metric (Metric.Deterministic).
 	Deterministic bool `json:"deterministic,omitempty"`
+	// Host: the host's verdict on each sample's run (Metric.Host).
+	Host []string `json:"host,omitempty"`
 }
 
 // NightOf is f as a line of the history; a zero date becomes now.
@@ -43,7 +45,7 @@ func NightOf(f *File) Night {
 		if len(m.Samples) == 0 {
 			continue
 		}
-		n.Metrics[m.Name] = NightMetric{Unit: m.Unit, Better: m.Better, MinEffect: m.MinEffect, Samples: m.Samples, Median: m.Median(), Deterministic: m.Deterministic}
+		n.Metrics[m.Name] = NightMetric{Unit: m.Unit, Better: m.Better, MinEffect: m.MinEffect, Samples: m.Samples, Median: m.Median(), Deterministic: m.Deterministic, Host: m.Host}
 	}
 	return n
 }
@@ -93,6 +95,11 @@ func ReadHistory(path string) ([]Night, error) {
 		if n.Date.IsZero() || n.Metrics == nil {
 			return nil, fmt.Errorf("%s:%d: a night needs a date and metrics", path, line)
 		}
+		for name, m := range n.Metrics {
+			if err := checkHost(m.Host, len(m.Samples)); err != nil {
+				return nil, fmt.Errorf("%s:%d: metric %s: %w", path, line, name, err)
+			}
+		}
 		nights = append(nights, n)
 	}
 	if err := sc.Err(); err != nil {
@@ -123,8 +130,10 @@ func Baseline(nights []Night, k int) (*File, error) {
 			p := pooled[name]
 			p.Name, p.Unit, p.Better, p.MinEffect, p.Deterministic = name, m.Unit, m.Better, m.MinEffect, m.Deterministic
 			if m.Deterministic {
-				p.Samples = m.Samples // nights are oldest first: the last one stays
+				p.Samples, p.Host = m.Samples, m.Host // nights are oldest first: the last one stays
 			} else {
+				// A night without verdicts (before the meter) pools as not measured.
+				p.Host = measuredHost(append(padHost(p.Host, len(p.Samples)), padHost(m.Host, len(m.Samples))...))
 				p.Samples = append(p.Samples, m.Samples...)
 			}
 			pooled[name] = p
@@ -136,6 +145,13 @@ func Baseline(nights []Night, k int) (*File, error) {
 	}
 	f.Env.Date = last[len(last)-1].Date
 	return f, nil
+}
+
+// padHost is host with a "" (not measured) for each of n samples it lacks a verdict for.
+func padHost(host []string, n int) []string {
+	out := make([]string, n)
+	copy(out, host)
+	return out
 }
 
 // Comparable keeps the nights that may be a baseline for a night measured in cur: not

@@ -421,3 +421,110 @@ func TestPlotSVGDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestHostTrusted: results.csv gets each run's host_trusted (1, 0, or empty for a run
+// that measured no host), and the points and the report count the trusted runs.
+func TestHostTrusted(t *testing.T) {
+	// Named fig4b so the report's table has the paper's numbers at both points.
+	c, err := Parse("host.yaml", []byte(`name: fig4b
+spec: two-dc
+vary:
+  - {field: oracle, values: [history, rotating]}
+repetitions: 3
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	T, D, U := analysis.Trusted, analysis.Degraded, analysis.Untrusted
+	tests := []struct {
+		name     string
+		verdicts map[string][]string // oracle -> each rep's "after" verdict; "": no host
+		column   []string            // host_trusted of the rows, in order; nil: no such column
+		points   []analysis.HostRuns
+		line     string
+	}{
+		{"all trusted", map[string][]string{"history": {T, T, T}, "rotating": {T, T, T}}, []string{"1", "1", "1", "1", "1", "1"},
+			[]analysis.HostRuns{{Runs: 3, Measured: 3, Trusted: 3}, {Runs: 3, Measured: 3, Trusted: 3}},
+			"host (runs with every window trusted): trusted 6/6"},
+		{"a busy point", map[string][]string{"history": {T, T, T}, "rotating": {T, U, D}}, []string{"1", "1", "1", "1", "0", "0"},
+			[]analysis.HostRuns{{Runs: 3, Measured: 3, Trusted: 3}, {Runs: 3, Measured: 3, Trusted: 1}},
+			"host (runs with every window trusted): trusted 4/6; point 2 (oracle=rotating) trusted 1/3"},
+		{"a run from before the meter", map[string][]string{"history": {T, "", T}, "rotating": {T, T, T}}, []string{"1", "", "1", "1", "1", "1"},
+			[]analysis.HostRuns{{Runs: 3, Measured: 2, Trusted: 2}, {Runs: 3, Measured: 3, Trusted: 3}},
+			"host (runs with every window trusted): trusted 5/5, 1 not measured; point 1 (oracle=history) trusted 2/2, 1 not measured"},
+		{"simulated", map[string][]string{"history": {"", "", ""}, "rotating": {"", "", ""}}, nil,
+			[]analysis.HostRuns{{Runs: 3}, {Runs: 3}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := Run(t.Context(), c, Options{Dir: dir, RunOne: func(_ context.Context, sp *spec.Spec, rd string) error {
+				rep, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(rd), "rep"))
+				s := &analysis.Summary{NewLeader: 4, LatencyMS: map[string]map[string]analysis.LatencyStats{"before": {"D1": {Count: 1, Mean: 21}}}}
+				if v := tc.verdicts[sp.Oracle.Name][rep-1]; v != "" {
+					s.Host = map[string]*analysis.HostWindow{"before": {Verdict: T}, "after": {Verdict: v}}
+				}
+				if err := os.MkdirAll(rd, 0o755); err != nil {
+					return err
+				}
+				return s.WriteFile(filepath.Join(rd, "summary.json"))
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(filepath.Join(dir, "results.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := csv.NewReader(f).ReadAll()
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			if col := slices.Index(recs[0], HostTrusted); col >= 0 {
+				for _, r := range recs[1:] {
+					got = append(got, r[col])
+				}
+			}
+			if !slices.Equal(got, tc.column) {
+				t.Errorf("results.csv %s %v, want %v (header %v)", HostTrusted, got, tc.column, recs[0])
+			}
+			rows, err := ReadResults(dir, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range c.Points() {
+				if h := PointHost(rows, p); h != tc.points[i] {
+					t.Errorf("point %d: %+v, want %+v", p.Index, h, tc.points[i])
+				}
+			}
+			if l := HostLine(c, rows); l != tc.line {
+				t.Errorf("host line %q, want %q", l, tc.line)
+			}
+			r, err := BuildReport([]string{dir}, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.WriteMarkdown(dir); err != nil {
+				t.Fatal(err)
+			}
+			md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+			if strings.Contains(string(md), "host (") != (tc.line != "") || !strings.Contains(string(md), tc.line) {
+				t.Errorf("report.md, want %q:\n%s", tc.line, md)
+			}
+			matched := 0
+			for _, l := range strings.Split(string(md), "\n") {
+				if i := slices.IndexFunc(c.Points(), func(p Point) bool { return strings.Contains(l, "after the crash, "+p.Value("oracle")) }); i >= 0 {
+					matched++
+					if want := "| " + tc.points[i].String() + " |"; !strings.HasSuffix(l, want) {
+						t.Errorf("report.md row %q, want it to end %q", l, want)
+					}
+				}
+			}
+			if matched != 2 {
+				t.Errorf("report.md has %d of the paper's rows after the crash, want 2:\n%s", matched, md)
+			}
+		})
+	}
+}

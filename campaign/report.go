@@ -35,6 +35,8 @@ type PaperRow struct {
 	SameWinner             *bool
 	Winner, ModelWinner    int
 	Tied                   []int // servers the model scores equal with its winner
+	// Host counts the point's runs by the host's verdict (nil: no point measured it).
+	Host *analysis.HostRuns
 }
 
 // Diff is measured minus model.
@@ -55,6 +57,7 @@ type Section struct {
 	Runs     int
 	Links    string
 	Backend  string
+	Host     string // HostLine: how many runs the host's verdict trusted
 }
 
 // Report is what report.md and report.html show.
@@ -86,7 +89,7 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		sec := Section{Campaign: c, Dir: dir, Figures: figs, Runs: len(rows), Verdict: c.verdict(rows)}
+		sec := Section{Campaign: c, Dir: dir, Figures: figs, Runs: len(rows), Verdict: c.verdict(rows), Host: HostLine(c, rows)}
 		sec.Backend, sec.Links = runEnvironment(dir, c)
 		r.Sections = append(r.Sections, sec)
 		pr, err := c.paperRows(rows)
@@ -127,6 +130,9 @@ func (c *Campaign) paperRows(rows []Row) ([]PaperRow, error) {
 					models = append(models, v)
 				}
 				leaders = append(leaders, r.Metrics["new_leader"])
+			}
+			if h := PointHost(rows, p); h.Runs > 0 {
+				row.Host = &h
 			}
 			if len(vals) > 0 {
 				a, err := analysis.Aggregate(vals)
@@ -277,6 +283,13 @@ func fmtAgg(a *analysis.Agg) string {
 	return fmt.Sprintf("%.1f (n=%d)", a.Mean, a.N)
 }
 
+func fmtHost(h *analysis.HostRuns) string {
+	if h == nil {
+		return "-"
+	}
+	return h.String()
+}
+
 func fmtWinner(r PaperRow) string {
 	if r.SameWinner == nil {
 		return "-"
@@ -294,13 +307,16 @@ func fmtWinner(r PaperRow) string {
 func (r *Report) WriteMarkdown(dir string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\npolebench %s, %s, %s.\n\n", r.Title, r.Version, r.Machine, r.When)
-	b.WriteString("| setting | paper | model | measured (mean, 95 % CI) | measured - model | same winner |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| setting | paper | model | measured (mean, 95 % CI) | measured - model | same winner | host |\n|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s | %s |\n", row.What, row.Paper, fmtPtr(row.Model), fmtAgg(row.Measured), fmtPtr(row.Diff()), fmtWinner(row))
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s | %s | %s |\n", row.What, row.Paper, fmtPtr(row.Model), fmtAgg(row.Measured), fmtPtr(row.Diff()), fmtWinner(row), fmtHost(row.Host))
 	}
 	for _, s := range r.Sections {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.title())
 		fmt.Fprintf(&b, "%d runs on the %s backend, links: %s.\n\n", s.Runs, s.Backend, s.Links)
+		if s.Host != "" {
+			fmt.Fprintf(&b, "%s.\n\n", s.Host)
+		}
 		if s.Campaign.Claim != "" {
 			fmt.Fprintf(&b, "The paper: %s\n\n", s.Campaign.Claim)
 		}
@@ -323,7 +339,7 @@ func (s Section) title() string {
 }
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ptr": fmtPtr, "agg": fmtAgg, "winner": fmtWinner,
+	"ptr": fmtPtr, "agg": fmtAgg, "winner": fmtWinner, "host": fmtHost,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.R.Title}}</title>
 <style>
@@ -335,12 +351,13 @@ th{background:#eee}.bad{color:#b00}.good{color:#070}figure{margin:1em 0}img{max-
 <h1>{{.R.Title}}</h1>
 <p>polebench {{.R.Version}}, {{.R.Machine}}, {{.R.When}}.</p>
 <h2>The paper's numbers</h2>
-<table id="numbers"><tr><th>setting</th><th>paper</th><th>model</th><th>measured (mean, 95 % CI)</th><th>measured − model</th><th>same winner</th></tr>
-{{if not .R.Rows}}<tr><td colspan="6">none of the paper's numbers is measured by these campaigns</td></tr>{{end}}
-{{range .R.Rows}}<tr class="number"><td>{{.What}}</td><td>{{printf "%.1f" .Paper}}</td><td>{{ptr .Model}}</td><td>{{agg .Measured}}</td><td>{{ptr .Diff}}</td><td>{{winner .}}</td></tr>
+<table id="numbers"><tr><th>setting</th><th>paper</th><th>model</th><th>measured (mean, 95 % CI)</th><th>measured − model</th><th>same winner</th><th>host</th></tr>
+{{if not .R.Rows}}<tr><td colspan="7">none of the paper's numbers is measured by these campaigns</td></tr>{{end}}
+{{range .R.Rows}}<tr class="number"><td>{{.What}}</td><td>{{printf "%.1f" .Paper}}</td><td>{{ptr .Model}}</td><td>{{agg .Measured}}</td><td>{{ptr .Diff}}</td><td>{{winner .}}</td><td>{{host .Host}}</td></tr>
 {{end}}</table>
 {{range .Sections}}<h2>{{.Title}}</h2>
 <p>{{.Runs}} runs on the {{.Backend}} backend; links: {{.Links}}.</p>
+{{if .Host}}<p class="caption">{{.Host}}.</p>{{end}}
 {{if .Claim}}<p class="caption">The paper: {{.Claim}}</p>{{end}}
 {{if .Verdict}}<p class="caption">This run: {{.Verdict}}</p>{{end}}
 {{range .Figures}}<figure><img alt="{{.Metric}}" src="{{.Src}}"><figcaption>{{.Metric}}</figcaption></figure>
@@ -364,13 +381,13 @@ func (r *Report) WriteHTML(dir string) error {
 		Src    template.URL
 	}
 	type sec struct {
-		Title, Claim, Verdict, Backend, Links string
-		Runs                                  int
-		Figures                               []fig
+		Title, Claim, Verdict, Backend, Links, Host string
+		Runs                                        int
+		Figures                                     []fig
 	}
 	var secs []sec
 	for _, s := range r.Sections {
-		x := sec{Title: s.title(), Claim: s.Campaign.Claim, Verdict: s.Verdict, Backend: s.Backend, Links: s.Links, Runs: s.Runs}
+		x := sec{Title: s.title(), Claim: s.Campaign.Claim, Verdict: s.Verdict, Backend: s.Backend, Links: s.Links, Host: s.Host, Runs: s.Runs}
 		for _, f := range s.Figures {
 			b, err := os.ReadFile(filepath.Join(s.Dir, f.PNG))
 			if err != nil {

@@ -15,11 +15,51 @@ import (
 )
 
 // Row is one run of results.csv: its point, repetition and every numeric metric of
-// its summary.json, flattened to dotted names (latency_ms.after.D1.mean, recovery_ms).
+// its summary.json, flattened to dotted names (latency_ms.after.D1.mean, recovery_ms),
+// and HostTrusted.
 type Row struct {
 	Point   Point
 	Rep     int
 	Metrics map[string]float64
+}
+
+// HostTrusted is results.csv's column for the host's verdict on a run: 1 when every
+// window was trusted, 0 when one was not, empty when the run measured no host (the
+// simulator). A point's mean of it in aggregate.json is the share of its runs trusted.
+const HostTrusted = "host_trusted"
+
+// PointHost counts the runs of point p among rows by the host's verdict on them.
+func PointHost(rows []Row, p Point) analysis.HostRuns {
+	var h analysis.HostRuns
+	for _, r := range rows {
+		if r.Point.Index == p.Index {
+			v, measured := r.Metrics[HostTrusted]
+			h.Add(v == 1, measured)
+		}
+	}
+	return h
+}
+
+// HostLine says how many of the campaign's runs the host's verdict trusted, and
+// names each point with a run it did not; "" when no run measured its host.
+func HostLine(c *Campaign, rows []Row) string {
+	var all analysis.HostRuns
+	var points []string
+	for _, p := range c.Points() {
+		h := PointHost(rows, p)
+		all.Runs, all.Measured, all.Trusted = all.Runs+h.Runs, all.Measured+h.Measured, all.Trusted+h.Trusted
+		if h.Trusted < h.Runs && h.Measured > 0 {
+			points = append(points, fmt.Sprintf("point %d (%s) %s", p.Index, settingsString(p.Settings), h))
+		}
+	}
+	if all.Measured == 0 {
+		return ""
+	}
+	line := "host (runs with every window trusted): " + all.String()
+	if len(points) > 0 {
+		line += "; " + strings.Join(points, "; ")
+	}
+	return line
 }
 
 // Flatten turns a summary.json into its numeric leaves by dotted path. The election
@@ -74,6 +114,16 @@ func Rows(dir string, c *Campaign) ([]Row, error) {
 			m, err := Flatten(b)
 			if err != nil {
 				return nil, fmt.Errorf("campaign: %s: %w", rd, err)
+			}
+			var sum analysis.Summary
+			if err := json.Unmarshal(b, &sum); err != nil {
+				return nil, fmt.Errorf("campaign: %s: %w", filepath.Join(rd, "summary.json"), err)
+			}
+			if trusted, measured := sum.Trusted(); measured {
+				m[HostTrusted] = 0
+				if trusted {
+					m[HostTrusted] = 1
+				}
 			}
 			rows = append(rows, Row{Point: p, Rep: rep, Metrics: m})
 		}

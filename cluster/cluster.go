@@ -60,6 +60,21 @@ type RTTMeter interface {
 	MeasuredRTTs() map[string]any
 }
 
+// Pids is a cluster whose servers are processes the harness can see (/proc/PID on
+// this host: ZooKeeper's JVMs, poled in network namespaces or local containers), so
+// that their threads' wait for a CPU is measured from outside
+// (hiccup.HostSampler.Watch). A restarted server is a new process with a new pid.
+type Pids interface {
+	// Pid is server id's process id, 0 while it is not running.
+	Pid(id int) int
+}
+
+var (
+	_ Pids = (*ZKCluster)(nil)
+	_ Pids = (*Netns)(nil)
+	_ Pids = (*dockerCluster)(nil)
+)
+
 // Flavors of replica.
 const (
 	Poled     = backend.FlavorPoled

@@ -83,6 +83,7 @@ type dockerServer struct {
 	container string // name
 	volume    string
 	alive     bool
+	pid       int // of poled, on this host, in its latest start
 }
 
 type dockerCluster struct {
@@ -337,10 +338,13 @@ func (d *dockerCluster) run(ctx context.Context, s *dockerServer) error {
 	if err := d.cli.ContainerStart(octx, s.container, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start %s: %w", s.container, err)
 	}
-	ns, err := containerNetns(octx, d.cli, s.container)
+	ns, pid, err := containerNetnsPid(octx, d.cli, s.container)
 	if err != nil {
 		return err
 	}
+	d.mu.Lock()
+	s.pid = pid
+	d.mu.Unlock()
 	err = d.net.plugForeign(s.ID, ns, s.container)
 	ns.Close() // the veth keeps nothing alive: the namespace dies with the container
 	if err != nil {
@@ -379,19 +383,26 @@ func applyInContainer(ctx context.Context, cli *client.Client, name string, self
 }
 
 func containerNetns(ctx context.Context, cli *client.Client, name string) (netns.NsHandle, error) {
+	ns, _, err := containerNetnsPid(ctx, cli, name)
+	return ns, err
+}
+
+// containerNetnsPid is containerNetns, and the pid of the container's first process
+// on the engine's host (this one: the engine must be local).
+func containerNetnsPid(ctx context.Context, cli *client.Client, name string) (netns.NsHandle, int, error) {
 	info, err := cli.ContainerInspect(ctx, name)
 	if err != nil {
-		return 0, fmt.Errorf("inspect %s: %w", name, err)
+		return 0, 0, fmt.Errorf("inspect %s: %w", name, err)
 	}
 	if info.State == nil || info.State.Pid == 0 {
-		return 0, fmt.Errorf("%s is not running", name)
+		return 0, 0, fmt.Errorf("%s is not running", name)
 	}
 	path := fmt.Sprintf("/proc/%d/ns/net", info.State.Pid)
 	ns, err := netns.GetFromPath(path)
 	if err != nil {
-		return 0, fmt.Errorf("network namespace of %s (%s; the engine must be local and the harness root): %w", name, path, err)
+		return 0, 0, fmt.Errorf("network namespace of %s (%s; the engine must be local and the harness root): %w", name, path, err)
 	}
-	return ns, nil
+	return ns, info.State.Pid, nil
 }
 
 // DockerApply installs plan's kernel links in running containers (server id → container
@@ -602,6 +613,17 @@ func (d *dockerCluster) Alive(id int) bool {
 }
 
 func (d *dockerCluster) Links() string { return d.links }
+
+// Pid is server id's poled as this host sees it (the engine is local), 0 while it is
+// not running.
+func (d *dockerCluster) Pid(id int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if id < 1 || id > len(d.servers) || !d.servers[id-1].alive {
+		return 0
+	}
+	return d.servers[id-1].pid
+}
 
 // CollectLogs writes each container's output (stdout and stderr, every start of it)
 // to dir/p<ID>.log.

@@ -588,6 +588,7 @@ func (s *swarmCluster) waitRunning(ctx context.Context, sv *swarmServer, prev st
 	defer cancel()
 	var dialer net.Dialer
 	state := "no task"
+	retries := 2
 	for {
 		t, err := s.task(ctx, sv)
 		if err != nil {
@@ -597,6 +598,17 @@ func (s *swarmCluster) waitRunning(ctx context.Context, sv *swarmServer, prev st
 			state = string(t.Status.State)
 			switch t.Status.State {
 			case swarm.TaskStateFailed, swarm.TaskStateRejected, swarm.TaskStateShutdown, swarm.TaskStateComplete, swarm.TaskStateOrphaned:
+				if retries > 0 && t.Status.State == swarm.TaskStateFailed && strings.Contains(t.Status.Err, engineRemountRace) {
+					// The engine never started poled: a new task is what swarm's own
+					// restart policy would have made.
+					retries--
+					s.log.Warn("the engine failed to start the container (moby/moby#48783): starting a new task", "server", sv.ID, "task", t.ID, "err", t.Status.Err)
+					if err := s.forceNewTask(ctx, sv); err != nil {
+						return fmt.Errorf("p%d: %w", sv.ID, err)
+					}
+					prev = t.ID
+					continue
+				}
 				return fmt.Errorf("p%d: task %s on node %s %s: %s %s\n%s", sv.ID, t.ID[:12], sv.Node, t.Status.State,
 					t.Status.Message, t.Status.Err, s.logTail(ctx, sv, 20))
 			case swarm.TaskStateRunning:
@@ -780,20 +792,14 @@ func (s *swarmCluster) Restart(ctx context.Context, id int) error {
 	if s.Alive(id) {
 		return fmt.Errorf("restart p%d: it is running", id)
 	}
-	svc, _, err := s.cli.ServiceInspectWithRaw(ctx, sv.service, swarm.ServiceInspectOptions{})
-	if err != nil {
-		return fmt.Errorf("restart p%d: %w", id, err)
-	}
 	var prev string
 	if t, err := s.task(ctx, sv); err != nil {
 		return fmt.Errorf("restart p%d: %w", id, err)
 	} else if t != nil {
 		prev = t.ID // the killed one: until the new task shows, it is the newest
 	}
-	spec := svc.Spec
-	spec.TaskTemplate.ForceUpdate++
-	if _, err := s.cli.ServiceUpdate(ctx, svc.ID, svc.Version, spec, swarm.ServiceUpdateOptions{}); err != nil {
-		return fmt.Errorf("restart p%d: update service: %w", id, err)
+	if err := s.forceNewTask(ctx, sv); err != nil {
+		return fmt.Errorf("restart p%d: %w", id, err)
 	}
 	if err := s.waitRunning(ctx, sv, prev); err != nil {
 		return fmt.Errorf("restart p%d: %w", id, err)
@@ -802,6 +808,24 @@ func (s *swarmCluster) Restart(ctx context.Context, id int) error {
 		return fmt.Errorf("restart p%d: %w", id, err)
 	}
 	s.log.Info("restarted", "server", id, "node", sv.Node, "addr", sv.addr)
+	return nil
+}
+
+// engineRemountRace is the Docker engine's error when it fails, now and then, to
+// remount a container's configs read-only before starting it (moby/moby#48783).
+const engineRemountRace = "unable to remount dir as readonly"
+
+// forceNewTask has swarm replace sv's task (docker service update --force).
+func (s *swarmCluster) forceNewTask(ctx context.Context, sv *swarmServer) error {
+	svc, _, err := s.cli.ServiceInspectWithRaw(ctx, sv.service, swarm.ServiceInspectOptions{})
+	if err != nil {
+		return err
+	}
+	spec := svc.Spec
+	spec.TaskTemplate.ForceUpdate++
+	if _, err := s.cli.ServiceUpdate(ctx, svc.ID, svc.Version, spec, swarm.ServiceUpdateOptions{}); err != nil {
+		return fmt.Errorf("update service %s: %w", sv.service, err)
+	}
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/polebench/polebench/hiccup"
 )
 
 // A user-space link that behaves like a wire: the sender holds each message until the
@@ -15,6 +17,12 @@ import (
 // qdisc are delivered too); what has not dies with the sender, as the unsent part of a
 // TCP send buffer does; what arrives for a dead receiver is lost. Sender and receiver share the host's monotonic clock, which every
 // process, network namespace and container of one kernel reads alike.
+
+// LinkLateness is how late this process's user-space links (transport's stamped
+// streams, Proxy) delivered against the arrival their delay line scheduled: the timer's
+// wake, the goroutine's wait for a CPU, and a receiver that did not take the previous
+// message yet. A run's host sampler takes it every period (hiccup.HostSampler.Links).
+var LinkLateness = new(hiccup.Lateness)
 
 // Now is the host's monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Go's own
 // monotonic clock is CLOCK_MONOTONIC read through the vDSO, so Now is that reading

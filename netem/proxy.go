@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/polebench/polebench/hiccup"
 )
 
 // Proxy is a user-space link for a program that does its own networking (Apache
@@ -49,6 +51,9 @@ type ProxyConfig struct {
 	// forward instead (a handshake that names the sender's own address, say).
 	Rewrite func(r io.Reader) ([]byte, error)
 	Logger  *slog.Logger
+	// Lateness counts how late each chunk was written after its scheduled arrival;
+	// nil: LinkLateness.
+	Lateness *hiccup.Lateness
 }
 
 type delayStat struct {
@@ -74,6 +79,9 @@ func NewProxy(ln net.Listener, cfg ProxyConfig) *Proxy {
 	p := &Proxy{ln: ln, cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.cfg.Lateness == nil {
+		p.cfg.Lateness = LinkLateness
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.wg.Add(1)
@@ -302,8 +310,10 @@ func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, stat *delayStat) {
 		}
 		// Counted as it leaves, before the write: the peer may answer before a
 		// count after it, and a reader of Measured would miss the chunk.
+		now := Now()
+		p.cfg.Lateness.Record(time.Duration(now - c.arrive))
 		if len(c.b) <= SmallChunk {
-			stat.add(Now() - c.read)
+			stat.add(now - c.read)
 		}
 		if _, err := dst.Write(c.b); err != nil {
 			failed = true

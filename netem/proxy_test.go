@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/polebench/polebench/hiccup"
 )
 
 // echoServer answers each line with the same line; it closes on EOF.
@@ -129,5 +131,38 @@ func TestProxyHoldsDial(t *testing.T) {
 	got, err := bufio.NewReader(s).ReadString('\n')
 	if err != nil || got != "early\n" {
 		t.Fatalf("target read %q, %v; want what the client sent before it listened", got, err)
+	}
+}
+
+// TestProxyLateness: every chunk the proxy writes is counted in its Lateness, each way.
+func TestProxyLateness(t *testing.T) {
+	echo := echoServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func() (*DelayLine, error) {
+		return NewDelayLine(Link{From: 1, To: 2, Delay: time.Millisecond, Dist: DistPareto}, 0, 1)
+	}
+	var late hiccup.Lateness
+	p := NewProxy(ln, ProxyConfig{Target: echo.Addr().String(), Out: line, Back: line, Lateness: &late})
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for i := range 10 {
+		msg := string(rune('a'+i)) + "\n"
+		if _, err := io.WriteString(c, msg); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.ReadString('\n'); err != nil || got != msg {
+			t.Fatalf("echo %d: %q, %v; want %q", i, got, err, msg)
+		}
+	}
+	if s := late.Take(); s.N != 20 || s.P99 > s.Max {
+		t.Errorf("lateness of %d chunks (p99 %v, max %v); want 20, p99 at most the max", s.N, s.P99, s.Max)
 	}
 }

@@ -53,6 +53,9 @@ type Node struct {
 
 	store *storage.Store
 	d     *Driver // the cores and what their output means; owned by run
+	// loopMu is held by run while it drains the cores, except during writes to disk:
+	// Stop takes it, so a kill lands between two Readies' sends, never within one.
+	loopMu sync.Mutex
 
 	// How the links are emulated; kernel is set when this server installs them itself.
 	links  atomic.Pointer[LinkStatus]
@@ -316,8 +319,23 @@ func (n *Node) startServers() error {
 
 // Stop ends the node at once, the way a killed process ends: no goodbye to peers or
 // clients. The data directory keeps exactly what was persisted.
+//
+// The death is one instant, as a SIGKILL's: between two Readies' sends (or during a
+// write to disk), never within one, so one broadcast reaches every peer or none; and
+// what the node sent before it and had departed on a user-space link reaches its peer
+// on every link alike, as a kernel still transmits what a killed process wrote to its
+// sockets (transport.Die). Without that, which of a dying leader's last proposals
+// reached which follower was decided by its goroutines' scheduling (issue 26).
 func (n *Node) Stop() {
+	n.loopMu.Lock()
+	at := netem.Now()
+	for _, t := range []*transport.Transport{n.election, n.peer} {
+		if t != nil {
+			t.Die(at)
+		}
+	}
 	n.cancel()
+	n.loopMu.Unlock()
 	n.closeAll()
 	n.wg.Wait()
 	if n.store != nil {
@@ -400,8 +418,12 @@ func (n *Node) run() {
 	defer tick.Stop()
 	n.d.Start(n.now())
 	for {
-		n.d.Drain()
+		n.loopMu.Lock()
+		if n.ctx.Err() == nil { // dead: nothing more leaves
+			n.d.Drain()
+		}
 		n.publish()
+		n.loopMu.Unlock()
 		select {
 		case <-n.ctx.Done():
 			n.d.FailPending(errors.New("server stopping"))
@@ -514,11 +536,18 @@ func (io *driverIO) SendZab(m zab.Message)         { (*Node)(io).sendZab(m) }
 func (io *driverIO) SendSnapshot(m zab.Message, v *datatree.View) {
 	(*Node)(io).sendSnapshot(m, v)
 }
-func (io *driverIO) Persist(ops []zab.Op) (*datatree.Tree, error) { return io.store.Persist(ops) }
-func (io *driverIO) Record(e event.Event)                         { io.timeline.Add(e) }
-func (io *driverIO) Now() time.Duration                           { return (*Node)(io).now() }
-func (io *driverIO) Mark(m trace.Mark)                            { io.trace.Add(m) }
-func (io *driverIO) Fail(error)                                   { io.cancel() }
+
+// Persist lets a kill (Stop) land during the write, as a SIGKILL may.
+func (io *driverIO) Persist(ops []zab.Op) (*datatree.Tree, error) {
+	io.loopMu.Unlock()
+	defer io.loopMu.Lock()
+	return io.store.Persist(ops)
+}
+
+func (io *driverIO) Record(e event.Event) { io.timeline.Add(e) }
+func (io *driverIO) Now() time.Duration   { return (*Node)(io).now() }
+func (io *driverIO) Mark(m trace.Mark)    { io.trace.Add(m) }
+func (io *driverIO) Fail(error)           { io.cancel() }
 
 func (io *driverIO) ResetPeers() {
 	for _, p := range io.cfg.Servers {
@@ -575,7 +604,7 @@ func (n *Node) sendZab(m zab.Message) {
 }
 
 func (n *Node) sendZabNow(m zab.Message) {
-	b, err := m.AppendBinary([]byte{frameZab})
+	b, err := m.AppendBinary(append(make([]byte, 0, 1+m.EncodedSize()), frameZab)) // sized once: a 1 kB proposal grew through 9 buffers
 	if err != nil {
 		n.log.Error("encode broadcast message", "msg", m.String(), "err", err)
 		return

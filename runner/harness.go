@@ -206,7 +206,9 @@ func (r *trial) observer(cl cluster.Cluster, w *workload.Workload, servers []clu
 			switch {
 			case e.Stops():
 				w.ServerDown(e.Server)
+				r.host.watchServer(cl, e.Server) // no longer: its pid may be reused
 			case e.Kind == nemesis.Restart && e.Err == nil:
+				r.host.watchServer(cl, e.Server) // its new process
 				go func() {
 					if err := cluster.WaitServing(ctx, []cluster.Server{byID[e.Server]}, nil); err == nil {
 						r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.Serving, e.Server, nil))

@@ -19,11 +19,11 @@ import (
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/csvfile"
 	"github.com/polebench/polebench/hiccup"
+	"github.com/polebench/polebench/netem"
 )
 
-// harnessProcess names the harness's own process among the metered ones: it carries
-// the workload and, on the local backend, the replicas too.
-const harnessProcess = "harness"
+// harnessProcess is the harness among the metered processes.
+const harnessProcess = analysis.HarnessProcess
 
 // hostMeter measures the host while a trial runs: the harness's hiccup meter, the host
 // sampler, and the reports of the replicas' own meters (servers in processes of their
@@ -38,12 +38,38 @@ type hostMeter struct {
 	reports map[string][]hiccup.Report // process -> one report per life
 }
 
-func startHostMeter(ctx context.Context) *hostMeter {
+// startHostMeter starts the meters of the harness and of cl: the host sampler also
+// samples the lateness of the user-space links in this process (the local backend's,
+// poled's and ZooKeeper's), and watches the harness and every server that is a
+// process of this host from outside (watchServer).
+func startHostMeter(ctx context.Context, cl cluster.Cluster) *hostMeter {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &hostMeter{meter: hiccup.New(0, 0), host: hiccup.NewHostSampler(0), cancel: cancel, reports: map[string][]hiccup.Report{}}
+	h.host.Links(netem.LinkLateness)
+	h.host.Watch(harnessProcess, os.Getpid())
+	for _, s := range cl.Servers() {
+		h.watchServer(cl, s.ID)
+	}
 	h.wg.Go(func() { h.meter.Run(ctx) })
 	h.wg.Go(func() { h.host.Run(ctx) })
 	return h
+}
+
+// watchServer has the host sampler measure server id's process from outside (its
+// threads' wait for a CPU), under the server's name, where the cluster's servers are
+// processes of this host; a server that is not running is no longer watched, and a
+// restarted one is watched under its new pid.
+func (h *hostMeter) watchServer(cl cluster.Cluster, id int) {
+	p, ok := cl.(cluster.Pids)
+	if !ok {
+		return
+	}
+	name := fmt.Sprintf("p%d", id)
+	if pid := p.Pid(id); pid > 0 {
+		h.host.Watch(name, pid)
+	} else {
+		h.host.Unwatch(name)
+	}
 }
 
 // fetch keeps server s's meter report; a later fetch of the same life replaces it, a
@@ -107,11 +133,35 @@ func (h *hostMeter) write(dir string, start time.Time) (*analysis.HostInput, err
 		}
 	}
 	errs = append(errs, writeCSV(filepath.Join(dir, "hiccups.csv"), stalls))
-	host := [][]string{{"t_ms", "period_ms", "cpu_busy_pct", "cpu_pressure_pct", "harness_gc_pause_ms"}}
-	for _, s := range h.host.Samples() {
+	samples := h.host.Samples()
+	// A column per watched process (wait_pct_<process>: its threads' run-queue wait,
+	// summed over them, as a share of the period), empty where it was not running.
+	watched := map[string]bool{}
+	for _, s := range samples {
+		for p := range s.ProcWaitPct {
+			watched[p] = true
+		}
+	}
+	procs := slices.Sorted(maps.Keys(watched))
+	header := []string{"t_ms", "period_ms", "cpu_busy_pct", "cpu_pressure_pct", "harness_gc_pause_ms", "link_msgs", "link_late_p99_ms", "link_late_max_ms"}
+	for _, p := range procs {
+		header = append(header, "wait_pct_"+p)
+	}
+	host := [][]string{header}
+	for _, s := range samples {
 		t := at(s.At)
-		in.Samples = append(in.Samples, analysis.HostSample{At: t, PeriodMS: s.PeriodMS, CPUBusyPct: s.CPUBusyPct, CPUSomePct: s.CPUSomePct, GCPauseMS: s.GCPauseMS})
-		host = append(host, []string{msStr(t), num(s.PeriodMS), num(s.CPUBusyPct), num(s.CPUSomePct), num(s.GCPauseMS)})
+		in.Samples = append(in.Samples, analysis.HostSample{At: t, PeriodMS: s.PeriodMS, CPUBusyPct: s.CPUBusyPct, CPUSomePct: s.CPUSomePct, GCPauseMS: s.GCPauseMS,
+			ProcWaitPct: s.ProcWaitPct, LinkMsgs: s.LinkMsgs, LinkLateP99MS: s.LinkLateP99MS, LinkLateMaxMS: s.LinkLateMaxMS})
+		row := []string{msStr(t), num(s.PeriodMS), num(s.CPUBusyPct), num(s.CPUSomePct), num(s.GCPauseMS),
+			strconv.FormatInt(s.LinkMsgs, 10), num(s.LinkLateP99MS), num(s.LinkLateMaxMS)}
+		for _, p := range procs {
+			v, ok := s.ProcWaitPct[p]
+			if !ok {
+				v = math.NaN()
+			}
+			row = append(row, num(v))
+		}
+		host = append(host, row)
 	}
 	errs = append(errs, writeCSV(filepath.Join(dir, "host.csv"), host))
 	return in, errors.Join(errs...)

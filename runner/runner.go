@@ -151,7 +151,7 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
 	defer r.teardown(ctx, cl)
-	r.host = startHostMeter(ctx)
+	r.host = startHostMeter(ctx, cl)
 	defer r.host.stop()
 	servers := cl.Servers()
 	if err := writeJSON(filepath.Join(r.dir, "servers.json"), map[string]any{"servers": servers, "links": cl.Links(), "backend": sp.Backend, "flavor": sp.Flavor, "label": label}); err != nil {

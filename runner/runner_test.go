@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +100,50 @@ func runSpec(t *testing.T, s *spec.Spec) (*analysis.Summary, string) {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
 	}
+	checkHostCSV(t, s, res.Dir)
 	return sum, res.Dir
+}
+
+// checkHostCSV: host.csv has the links' lateness and a run-queue wait column per
+// process watched from outside: the harness, and the servers where they are processes
+// of this host (ZooKeeper's JVMs, netns and docker poled). On the local backend, whose
+// links run in the harness, they delivered messages. No value is judged.
+func checkHostCSV(t *testing.T, s *spec.Spec, dir string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "host.csv"))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Errorf("host.csv: %d rows, %v", len(rows), err)
+		return
+	}
+	want := []string{"link_msgs", "link_late_p99_ms", "link_late_max_ms", "wait_pct_harness"}
+	if s.Flavor == cluster.ZooKeeper || s.Backend == "netns" || s.Backend == "docker" {
+		for id := 1; id <= s.N(); id++ {
+			want = append(want, fmt.Sprintf("wait_pct_p%d", id))
+		}
+	}
+	for _, c := range want {
+		if !slices.Contains(rows[0], c) {
+			t.Errorf("host.csv has no column %s: %v", c, rows[0])
+		}
+	}
+	if b := s.Backend; b != "" && b != "local" {
+		return
+	}
+	col := slices.Index(rows[0], "link_msgs")
+	var msgs int
+	for _, r := range rows[1:] {
+		n, _ := strconv.Atoi(r[col])
+		msgs += n
+	}
+	if msgs == 0 {
+		t.Error("host.csv: the local backend's user-space links delivered no message in any period")
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -113,6 +113,7 @@ func (v *server) kill() {
 	s := v.s
 	v.events = append(v.events, v.timeline.Events()...)
 	v.up, v.d = false, nil
+	dead := v.inc
 	v.inc++
 	v.diedAt = s.now
 	v.disk.crash(s.now)
@@ -120,7 +121,7 @@ func (v *server) kill() {
 	v.failInflight("connection closed: server killed")
 	for _, p := range s.servers[1:] {
 		if p != v && p.up {
-			v.notifyClosed(p)
+			v.notifyClosed(p, dead)
 		}
 	}
 }
@@ -128,15 +129,16 @@ func (v *server) kill() {
 // notifyClosed tells peer p, one link delay from now and after everything v sent it
 // before has been handed to p's loop, that v's broadcast stream closed: poled's loop
 // steps the frames queued before a stream's end first (as TCP delivers data before
-// its FIN), so a follower votes with every proposal its dead leader got to it.
-func (v *server) notifyClosed(p *server) {
+// its FIN), so a follower votes with every proposal its dead leader got to it. inc is
+// the incarnation of v whose stream closed (a killed one's, not the next).
+func (v *server) notifyClosed(p *server, inc int) {
 	s := v.s
 	l, _ := s.cfg.Plan.Link(v.id, p.id)
 	at := s.now + int64(l.Delay)
 	if line := v.lines[linkKey{v.id, p.id, chBroadcast}.index(s.cfg.Topology.N())]; line != nil {
 		at = max(at, line.LastNS()+int64(s.cfg.HopDelay))
 	}
-	pinc, dead, vinc := p.inc, v.id, v.inc
+	pinc, dead, vinc := p.inc, v.id, inc
 	q := &s.lq[linkKey{v.id, p.id, chBroadcast}.index(s.cfg.Topology.N())]
 	var closed func()
 	closed = func() {
@@ -454,7 +456,7 @@ func (io *serverIO) ResetPeers() {
 			}
 		})
 		if p.up {
-			v.notifyClosed(p)
+			v.notifyClosed(p, v.inc)
 		}
 	}
 }

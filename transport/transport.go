@@ -17,8 +17,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/netem"
 )
 
@@ -93,6 +95,9 @@ type Config struct {
 	// the FIN of a killed process one link delay later. Leave it nil when the network
 	// (or the kernel's netem) delays packets itself.
 	CloseDelay func(from int) time.Duration
+	// Lateness counts how late each stamped message was handed over after its
+	// scheduled arrival; nil: netem.LinkLateness.
+	Lateness *hiccup.Lateness
 	// Dial defaults to a net.Dialer with a 2 s timeout.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// Backoff bounds for reconnecting: starts at MinBackoff, doubles up to MaxBackoff.
@@ -113,13 +118,26 @@ type Transport struct {
 
 	mu    sync.Mutex
 	out   map[outKey]*outStream
-	conns map[net.Conn]int // accepted, to close on shutdown: the peer once known (0 before)
-	cut   map[int]bool     // peers whose streams are cut both ways (a partition)
+	conns map[net.Conn]int       // accepted, to close on shutdown: the peer once known (0 before)
+	ins   map[net.Conn]*inStream // accepted streams past their handshake
+	cut   map[int]bool           // peers whose streams are cut both ways (a partition)
+
+	// diedAt is the instant (netem.Now) the transport ended, as its process's death:
+	// what had departed by then still goes out (Die).
+	diedAt atomic.Int64
 }
 
 type outKey struct {
 	to int
 	ch Channel
+}
+
+// inStream is an incoming stream; done is closed once it has ended, everything it
+// carried handed over and its close reported.
+type inStream struct {
+	from int
+	ch   Channel
+	done chan struct{}
 }
 
 // New starts listening on ln and dialing peers lazily on the first Send.
@@ -140,12 +158,15 @@ func New(ctx context.Context, ln net.Listener, cfg Config) *Transport {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Lateness == nil {
+		cfg.Lateness = netem.LinkLateness
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	t := &Transport{
 		cfg: cfg, log: cfg.Logger.With("transport", cfg.ID), ln: ln,
 		recv: make(chan Message, 1024), events: make(chan Event, 256),
 		ctx: ctx, cancel: cancel,
-		out: map[outKey]*outStream{}, conns: map[net.Conn]int{}, cut: map[int]bool{},
+		out: map[outKey]*outStream{}, conns: map[net.Conn]int{}, ins: map[net.Conn]*inStream{}, cut: map[int]bool{},
 	}
 	t.wg.Add(1)
 	go t.accept()
@@ -248,10 +269,26 @@ func (t *Transport) reset(peer int) {
 	}
 	for c, from := range t.conns {
 		if from == peer {
-			c.Close()
+			t.hangUp(c)
 		}
 	}
 }
+
+// hangUp closes an accepted stream. A live transport says so first, with the one
+// byte its dialer ever reads (errPeerReset): the dialer then knows this side did not
+// die, and does not wait for this side's streams to it to end (awaitPeerStreams), as
+// this side may already have dialed it again. A dying transport just closes, as a
+// killed process's kernel does.
+func (t *Transport) hangUp(c net.Conn) {
+	if t.ctx.Err() == nil {
+		c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+		c.Write([]byte{hangUpByte})
+	}
+	c.Close()
+}
+
+// hangUpByte is what hangUp writes.
+const hangUpByte = 0xb1
 
 func (t *Transport) isCut(peer int) bool {
 	t.mu.Lock()
@@ -259,9 +296,27 @@ func (t *Transport) isCut(peer int) bool {
 	return t.cut[peer]
 }
 
-// Close stops everything and waits for the goroutines.
-func (t *Transport) Close() error {
+// Die ends the transport as its process's death at the instant at (netem.Now) does:
+// Send refuses from then on, and every stream to a peer carries what was sent before
+// and had departed by at (with a user-space link; without one, everything sent), on
+// every link alike, as a kernel still transmits what a killed process wrote to its
+// sockets; what had not departed dies with the sender. Then each stream closes, its
+// peer hearing the end after the data. Die does not wait; Close does. A transport
+// whose context ends without Die dies when the first of its streams notices.
+func (t *Transport) Die(at int64) {
+	t.diedAt.CompareAndSwap(0, at)
 	t.cancel()
+}
+
+// deathAt is the instant the transport died (Die, else when first asked).
+func (t *Transport) deathAt() int64 {
+	t.diedAt.CompareAndSwap(0, netem.Now())
+	return t.diedAt.Load()
+}
+
+// Close ends the transport as a death now does (Die) and waits for the goroutines.
+func (t *Transport) Close() error {
+	t.Die(netem.Now())
 	err := t.ln.Close()
 	t.mu.Lock()
 	for c := range t.conns {
@@ -305,8 +360,13 @@ func (t *Transport) accept() {
 // serve reads one incoming stream after checking who is on the other end.
 func (t *Transport) serve(c net.Conn) {
 	defer t.wg.Done()
+	known := false // a peer of ours, past the handshake: told when this side hangs up
 	defer func() {
-		c.Close()
+		if known {
+			t.hangUp(c)
+		} else {
+			c.Close()
+		}
 		t.mu.Lock()
 		delete(t.conns, c)
 		t.mu.Unlock()
@@ -329,15 +389,24 @@ func (t *Transport) serve(c net.Conn) {
 		t.log.Warn("refused connection from unknown peer", "peer", from, "remote", c.RemoteAddr())
 		return
 	}
+	known = true
 	t.mu.Lock()
 	cut := t.cut[from]
+	in := &inStream{from: from, ch: ch, done: make(chan struct{})}
 	if !cut {
 		t.conns[c] = from
+		t.ins[c] = in
 	}
 	t.mu.Unlock()
 	if cut {
 		return // a partition: refused
 	}
+	defer func() { // after the frames and the close were handed over
+		t.mu.Lock()
+		delete(t.ins, c)
+		t.mu.Unlock()
+		close(in.done)
+	}()
 	var waker *netem.Waker
 	if stamped {
 		w, err := netem.NewWaker()
@@ -385,6 +454,9 @@ func (t *Transport) serve(c net.Conn) {
 			if err := waker.SleepUntil(at); err != nil {
 				return
 			}
+			// Late by the timer's wake, a wait for a CPU, or the owner not yet
+			// having taken the previous message.
+			t.cfg.Lateness.Record(time.Duration(netem.Now() - at))
 		}
 		if t.isCut(from) {
 			t.closed(from, ch)
@@ -498,6 +570,9 @@ func (s *outStream) run() {
 		t.log.Debug("stream broken", "peer", s.key.to, "channel", s.key.ch, "err", err)
 		// Whatever was queued belongs to the broken stream; the protocol resyncs.
 		s.drain()
+		if errors.Is(err, errPeerClosed) { // it died, most likely
+			s.awaitPeerStreams()
+		}
 		// On loopback a dead peer's end fails at once; across the emulated link the
 		// news takes the link's delay, as the FIN or RST would. Told sooner, a
 		// follower would give up on its leader before the leader's last proposals,
@@ -511,6 +586,54 @@ func (s *outStream) run() {
 			}
 		}
 		t.emit(Event{Peer: s.key.to, Channel: s.key.ch, Up: false})
+	}
+}
+
+// errPeerClosed: the peer closed the stream without a word (its process died, most
+// likely); errPeerReset: it hung up (hangUp: it reset or cut us, or refused the
+// stream), alive.
+var (
+	errPeerClosed = errors.New("peer closed the stream")
+	errPeerReset  = errors.New("peer hung up")
+)
+
+// peerStreamWait bounds how long a stream the peer closed waits for the peer's own
+// streams to end (awaitPeerStreams): a peer that closes one direction keeps the other
+// only by a fault of its own.
+const peerStreamWait = time.Second
+
+// awaitPeerStreams waits until the streams from this stream's peer on its channel have
+// ended, everything they carried handed over and their close reported (or
+// peerStreamWait), when the peer closed this one without a word: it died. Its
+// streams to us still deliver what it sent before, as a TCP connection delivers its
+// data before the FIN, but the break of ours, noticed at once, would outrun them: a
+// follower whose ACK stream to its dead leader broke would resync (zab.Disconnected)
+// and drop the proposals still arriving, and enter the election behind followers a
+// WAN away (issue 26: the leader's LAN neighbour, 0.05 ms away, lost that race).
+func (s *outStream) awaitPeerStreams() {
+	t := s.t
+	var done []chan struct{}
+	t.mu.Lock()
+	for _, in := range t.ins {
+		if in.from == s.key.to && in.ch == s.key.ch {
+			done = append(done, in.done)
+		}
+	}
+	t.mu.Unlock()
+	if len(done) == 0 {
+		return
+	}
+	limit := time.NewTimer(peerStreamWait)
+	defer limit.Stop()
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-limit.C:
+			t.log.Warn("peer closed our stream but not its own", "peer", s.key.to, "channel", s.key.ch)
+			return
+		case <-t.ctx.Done():
+			return
+		}
 	}
 }
 
@@ -545,19 +668,30 @@ func (s *outStream) pump(c net.Conn) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	cause := make(chan error, 1)
-	go func() { // the receiver never writes: a read returning means the stream is gone
+	go func() { // the receiver writes only when it hangs up: a read returning means the stream is gone
 		var b [1]byte
-		c.Read(b[:])
+		err := errPeerClosed
+		if n, _ := c.Read(b[:]); n == 1 {
+			err = errPeerReset
+		}
 		select {
-		case cause <- errors.New("peer closed the stream"):
+		case cause <- err:
 		default: // the watcher already said why
 		}
 	}()
 	go func() {
 		select {
 		case <-s.reset:
-			cause <- errors.New("stream reset (send queue overflow, cut or reset)")
+			select {
+			case cause <- errReset:
+			default: // the reader already said why
+			}
 		case <-t.ctx.Done():
+			// The sender died: the pump writes out what had departed (flushDead),
+			// then closes the stream; a peer that does not read holds it up no
+			// longer than this.
+			c.SetWriteDeadline(time.Now().Add(deathFlushLimit))
+			<-stop
 		case <-stop:
 		}
 		c.Close()
@@ -584,14 +718,13 @@ func (s *outStream) pump(c net.Conn) error {
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			if err := waker.SleepUntil(f.depart); err != nil {
+			if err := waker.SleepUntil(f.depart); err != nil && (t.ctx.Err() == nil || f.depart > t.deathAt()) {
 				return err
 			}
+			// (Else the sender died after f departed, while the timer was late: f is
+			// on the wire.)
 		}
-		if f.stamped {
-			return writeFrame(w, f.stamp[:], f.b)
-		}
-		return WriteFrame(w, f.b)
+		return writeQueued(w, f)
 	}
 	for {
 		var f frame
@@ -600,7 +733,7 @@ func (s *outStream) pump(c net.Conn) error {
 		case err := <-cause:
 			return err
 		case <-t.ctx.Done():
-			return t.ctx.Err()
+			return s.flushDead(w)
 		}
 		err := write(f)
 		// Batch what is already queued into one flush.
@@ -619,6 +752,42 @@ func (s *outStream) pump(c net.Conn) error {
 			}
 		}
 	}
+}
+
+// errReset: this side reset the stream (Send's overflow, Cut, Reset).
+var errReset = errors.New("stream reset (send queue overflow, cut or reset)")
+
+// deathFlushLimit bounds how long a dead sender's stream writes out what had departed.
+const deathFlushLimit = time.Second
+
+// flushDead writes out, once the sender died, the queued frames that had departed by
+// its death (Die) and flushes them: the stream then closes after them, as a killed
+// process's socket sends its data before the FIN. Departures are in order, so the
+// first frame that had not departed ends it; that one and the rest die with the
+// sender.
+func (s *outStream) flushDead(w *bufio.Writer) error {
+	end := s.t.deathAt()
+	for {
+		select {
+		case f := <-s.q:
+			if f.stamped && f.depart > end {
+				return errors.Join(w.Flush(), s.t.ctx.Err())
+			}
+			if err := writeQueued(w, f); err != nil {
+				return err
+			}
+		default:
+			return errors.Join(w.Flush(), s.t.ctx.Err())
+		}
+	}
+}
+
+// writeQueued writes a queued frame, stamped with its arrival if it has one.
+func writeQueued(w io.Writer, f frame) error {
+	if f.stamped {
+		return writeFrame(w, f.stamp[:], f.b)
+	}
+	return WriteFrame(w, f.b)
 }
 
 func (s *outStream) drain() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/netem"
 )
 
@@ -349,5 +350,38 @@ func TestCutStopsBothDirections(t *testing.T) {
 		case <-deadline:
 			t.Fatal("nothing flows after healing")
 		}
+	}
+}
+
+// A receiver that does not take its messages makes the link late: the stamped
+// messages behind a full receive queue are handed over only once it takes them again,
+// at least that long after their scheduled arrival, and the link's Lateness says so.
+func TestLatenessOfBlockedReceiver(t *testing.T) {
+	const block = 100 * time.Millisecond
+	var late hiccup.Lateness
+	ts := cluster(t, 2, func(c *Config) {
+		if c.ID == 1 {
+			c.Schedule = func(int, Channel, int) (int64, int64, error) {
+				now := netem.Now()
+				return now, now, nil // no delay: due at once
+			}
+		}
+		c.Lateness = &late
+	})
+	ts[0].Send(2, Broadcast, []byte("hello"))
+	recv(t, ts[1])
+	late.Take()
+	n := cap(ts[1].recv) + 100 // the last 100 wait for the receiver to take them
+	for i := range n {
+		for !ts[0].Send(2, Broadcast, []byte{byte(i)}) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	time.Sleep(block) // every message has been stamped and is due before this ends
+	for range n {
+		recv(t, ts[1])
+	}
+	if s := late.Take(); s.N != int64(n) || s.Max < block || s.P99 > s.Max {
+		t.Errorf("lateness of %d messages: p99 %v, max %v; want %d, a max of at least %v, p99 at most the max", s.N, s.P99, s.Max, n, block)
 	}
 }

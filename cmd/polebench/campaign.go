@@ -88,6 +88,11 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "figure: %s\n", filepath.Join(dir, f.PNG))
 	}
 	fmt.Fprintf(stdout, "results: %s, %s\n", filepath.Join(dir, "results.csv"), filepath.Join(dir, "aggregate.json"))
+	if rows, err := campaign.ReadResults(dir, c); err == nil { // else Draw has said why
+		if h := campaign.HostLine(c, rows); h != "" {
+			fmt.Fprintln(stdout, h)
+		}
+	}
 	return errors.Join(rerr, perr)
 }
 

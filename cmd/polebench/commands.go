@@ -36,9 +36,10 @@ func commands() []command {
 		{"netem", "probe | apply SPEC | show | clear", "kernel netem: probe this kernel; apply, show, clear a netns cluster's links", runNetem},
 		{"bench", "[--flavor poled,zookeeper] [--servers 3,5] [--fsync off,on]", "write benchmark of poled and/or ZooKeeper on loopback; table and bench.json", runBench},
 		{"nightly", "[--suite FILE] [--out DIR] [--quick] [--set NAME=VALUE]", "run the nightly benchmark suite; bench.json with fidelity verdicts", runNightly},
-		{"compare", "OLD NEW | --history F NEW", "compare two nights' metrics (Mann-Whitney U); exit 1 on a regression", runCompare},
+		{"compare", "[--trusted-only] OLD NEW | --history F NEW", "compare two nights' metrics (Mann-Whitney U); exit 1 on a regression", runCompare},
 		{"history", "add DIR | plot", "append a night to the history file; plot each metric over the nights", runHistory},
 		{"image", "build", "build the poled Docker image FROM scratch (no registry)", runImage},
+		{"doctor", "[--json] [--calibrate B/F]", "what this host can emulate faithfully: checks and a calibration, under 2 minutes", runDoctor},
 		{"version", "", "print the version", func(_ []string, stdout, _ io.Writer) error {
 			_, err := fmt.Fprintf(stdout, "polebench %s\n", version)
 			return err

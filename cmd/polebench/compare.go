@@ -13,12 +13,13 @@ import (
 const compareSummary = "Compare two nights (bench.json files, or run, campaign or nightly directories), or a night with the last K nights of a history: a metric regresses when a two-sided Mann-Whitney U test rejects at --alpha and its median moved the worse way by at least the metric's minimum effect; any lost acknowledged write fails. Exit status 1 on a failure"
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compare", "OLD NEW | --history FILE [--last K] NEW", compareSummary, stderr)
+	fs := newFlags("compare", "[--trusted-only] OLD NEW | --history FILE [--last K] NEW", compareSummary, stderr)
 	alpha := fs.Float64("alpha", bench.DefaultAlpha, "significance level of the test")
 	history := fs.String("history", "", "compare NEW with the last --last nights of this history file instead of OLD")
 	last := fs.Int("last", 5, "with --history: how many nights make the baseline (their samples pooled)")
 	format := fs.String("format", "text", "output on stdout: text or markdown")
 	markdown := fs.String("markdown", "", "also write the Markdown table to this file (a CI job summary)")
+	trustedOnly := fs.Bool("trusted-only", false, "compare only runs whose every window the host's verdict trusted (simulated metrics and lost writes count every run); an experiment left with too few fails")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -57,7 +58,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	} else if old, err = bench.Load(pos[0]); err != nil {
 		return err
 	}
-	c, err := bench.Compare(old, cur, *alpha)
+	c, err := bench.CompareWith(old, cur, bench.Options{Alpha: *alpha, TrustedOnly: *trustedOnly})
 	if err != nil {
 		return err
 	}
@@ -85,6 +86,15 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if n := c.Failures(); n > 0 {
+		var few []string
+		for _, h := range c.Hosts {
+			if h.TooFew != "" {
+				few = append(few, h.Experiment)
+			}
+		}
+		if len(few) > 0 {
+			return fmt.Errorf("%d failing metric(s); too few trusted runs to compare %s", n, strings.Join(few, ", "))
+		}
 		return fmt.Errorf("%d failing metric(s)", n)
 	}
 	return nil

@@ -3,9 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/bench"
 )
 
@@ -62,5 +64,78 @@ func TestCompareCLI(t *testing.T) {
 	}
 	if b, err := os.ReadFile(md); err != nil || !strings.Contains(string(b), "no baseline yet") {
 		t.Errorf("markdown without a baseline: %v %s", err, b)
+	}
+}
+
+// TestCompareTrustedOnlyCLI compares run directories whose runs the host's verdict
+// trusted or not: the host line per side, --trusted-only leaving the busy runs out,
+// and a side left with too few trusted runs named on stdout and in the exit status.
+func TestCompareTrustedOnlyCLI(t *testing.T) {
+	// runs writes a run directory of two-dc, one repetition per verdict, its D1
+	// latency 21 ms when trusted, 30 ms (the host's stalls) when not; offset keeps
+	// one side's samples from tying with the other's.
+	runs := func(offset float64, verdicts ...string) string {
+		t.Helper()
+		root := t.TempDir()
+		dir := filepath.Join(root, "two-dc")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "spec.resolved.json"), []byte(`{"Name": "two-dc", "Repetitions": `+strconv.Itoa(len(verdicts))+`, "Backend": "local"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range verdicts {
+			mean := 21 + offset + 0.05*float64(i)
+			if v != analysis.Trusted {
+				mean += 9
+			}
+			s := &analysis.Summary{AchievedRate: 1000, Host: map[string]*analysis.HostWindow{"before": {Verdict: analysis.Trusted}, "after": {Verdict: v}},
+				LatencyMS: map[string]map[string]analysis.LatencyStats{"before": {"D1": {Count: 100, Mean: mean, P99: mean + 5}}}}
+			rd := filepath.Join(dir, "rep"+strconv.Itoa(i+1))
+			if err := os.MkdirAll(rd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.WriteFile(filepath.Join(rd, "summary.json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return root
+	}
+	T, D, U := analysis.Trusted, analysis.Degraded, analysis.Untrusted
+	quiet := runs(0, T, T, T, T, T)
+	busy := runs(0.01, T, T, T, T, U, U, D, U, U, U, D, U) // 4 quiet runs among 8 slowed by the host
+	busier := runs(0.01, T, T, U, U, U)
+	tests := []struct {
+		name           string
+		args           []string
+		code           int
+		stdout, stderr []string
+	}{
+		{"busy runs regress", []string{quiet, busy}, 1,
+			[]string{"  REGRESSION", "host (runs with every window trusted):", "two-dc: old trusted 5/5, new trusted 4/12"}, []string{"failing metric(s)"}},
+		{"busy runs left out", []string{"--trusted-only", quiet, busy}, 0,
+			[]string{"5+4", "--trusted-only: only runs whose every window", "two-dc: old trusted 5/5, new trusted 4/12"}, nil},
+		{"too few trusted", []string{quiet, busier, "--trusted-only"}, 1,
+			[]string{"TOO FEW TRUSTED (--trusted-only: new has 2 trusted of 5 runs; 5+2 runs cannot reach p < 0.05)",
+				"two-dc: old trusted 5/5, new trusted 2/5: NOT COMPARED, too few trusted runs"},
+			[]string{"too few trusted runs to compare two-dc"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(append([]string{"compare"}, tc.args...)...)
+			ok := code == tc.code
+			for _, s := range tc.stdout {
+				ok = ok && strings.Contains(out, s)
+			}
+			for _, s := range tc.stderr {
+				ok = ok && strings.Contains(errs, s)
+			}
+			if !ok || (tc.code == 0 && strings.Contains(out, "  REGRESSION")) {
+				t.Errorf("polebench compare %v: exit %d\nstdout: %s\nstderr: %s\nwant exit %d, stdout ~ %q, stderr ~ %q", tc.args, code, out, errs, tc.code, tc.stdout, tc.stderr)
+			}
+			if testing.Verbose() {
+				t.Logf("polebench compare %v: exit %d\n%s%s", tc.args, code, out, errs)
+			}
+		})
 	}
 }

@@ -131,10 +131,31 @@ func printAnatomy(w io.Writer, s *analysis.Summary) {
 			if dc == analysis.All || e == nil {
 				continue
 			}
-			fmt.Fprintf(w, "%-8s %-7s %+.1f ms over model: send lag %.1f, client %.1f, processing %.1f, jitter/in-order %.1f, other %.1f\n",
-				win, dc, e.Total, e.SendLag, e.Client, e.Processing, e.JitterInOrder, e.Other)
+			stall := ""
+			if _, ok := st.PhasesMS["host_stall"]; ok {
+				stall = fmt.Sprintf(", host stall %.1f", e.HostStall)
+			}
+			fmt.Fprintf(w, "%-8s %-7s %+.1f ms over model: send lag %.1f, client %.1f, processing %.1f, jitter/in-order %.1f, other %.1f%s\n",
+				win, dc, e.Total, e.SendLag, e.Client, e.Processing, e.JitterInOrder, e.Other, stall)
+			for _, q := range []string{"p99", "p999"} {
+				if t := st.Tail[q]; t != nil {
+					fmt.Fprintf(w, "%-16s tail %s: %d writes at %.1f ms or more, mean %.1f = %s\n", "", q, t.Count, t.AtMS, t.MeasuredMS, phaseGroups(t.PhasesMS))
+				}
+			}
 		}
 	}
+}
+
+// phaseGroups reads the anatomy's phases as the groups a reader acts on: the host's
+// stalls (where measured), the harness's send lag and client, poled's processing,
+// and the links.
+func phaseGroups(ph map[string]float64) string {
+	g := fmt.Sprintf("send lag %.1f + client %.1f + processing %.1f + links %.1f",
+		ph["send_lag"], analysis.ClientMS(ph), analysis.ProcessingMS(ph), analysis.LinksMS(ph))
+	if v, ok := ph["host_stall"]; ok {
+		g = fmt.Sprintf("host stall %.1f + %s", v, g)
+	}
+	return g
 }
 
 func printAggregate(w io.Writer, a *analysis.Repetitions) {
@@ -160,6 +181,9 @@ func printAggregate(w io.Writer, a *analysis.Repetitions) {
 	}
 	sort.Strings(leaders)
 	fmt.Fprintf(w, "  new leaders: %s; lost acknowledged writes: %d\n", strings.Join(leaders, " "), a.LostAcknowledgedWrites)
+	if a.Host.Measured > 0 { // the simulator has no host to judge
+		fmt.Fprintf(w, "  host: %s (runs with every window trusted)\n", a.Host)
+	}
 }
 
 // clientHop says what the backend measured of the hop from the harness's clients to
