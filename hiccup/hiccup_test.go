@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os/exec"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -74,12 +75,12 @@ func TestDiff(t *testing.T) {
 	zk := func(pid int, threads map[int]uint64) map[string]procWait {
 		return map[string]procWait{"zk1": {pid: pid, threads: threads}}
 	}
-	a := hostReading{at: t0, busy: 100, all: 1000, someUS: 1000, gcPauseSec: 1, procWait: zk(7, map[int]uint64{7: 0, 8: 5e6})}
+	a := hostReading{at: t0, busy: 100, all: 1000, someUS: 1000, gcPauseSec: 1, gcCPUSec: 3, procWait: zk(7, map[int]uint64{7: 0, 8: 5e6})}
 	// Thread 8 exited (its 5 ms are not taken from the others), 9 was born with 4 ms.
-	b := hostReading{at: t0.Add(100 * time.Millisecond), busy: 150, all: 1100, someUS: 21000, gcPauseSec: 1.002,
+	b := hostReading{at: t0.Add(100 * time.Millisecond), busy: 150, all: 1100, someUS: 21000, gcPauseSec: 1.002, gcCPUSec: 3.015,
 		procWait: zk(7, map[int]uint64{7: 6e6, 9: 4e6}), links: &LateSummary{N: 10, P99: 2 * time.Millisecond, Max: 3 * time.Millisecond}}
 	s := diff(a, b)
-	if s.CPUBusyPct != 50 || math.Abs(s.CPUSomePct-20) > 1e-9 || math.Abs(s.GCPauseMS-2) > 1e-9 || math.Abs(s.ProcWaitPct["zk1"]-10) > 1e-9 {
+	if s.CPUBusyPct != 50 || math.Abs(s.CPUSomePct-20) > 1e-9 || math.Abs(s.GCPauseMS-2) > 1e-9 || math.Abs(s.GCCPUMS-15) > 1e-9 || math.Abs(s.ProcWaitPct["zk1"]-10) > 1e-9 {
 		t.Errorf("sample %+v", s)
 	}
 	if s.LinkMsgs != 10 || s.LinkLateP99MS != 2 || s.LinkLateMaxMS != 3 {
@@ -100,6 +101,16 @@ func TestDiff(t *testing.T) {
 
 // A process watched by pid from outside, here a busy loop and a sleeper started by
 // the test, gets a sample under its name; one killed or unwatched gets none.
+// TestGCReading: the runtime's GC counters grow with a collection.
+func TestGCReading(t *testing.T) {
+	p0, c0 := gcPauses()
+	runtime.GC()
+	p1, c1 := gcPauses()
+	if !(c1 > c0) || p1 < p0 {
+		t.Errorf("after a GC: CPU %v -> %v s, pauses %v -> %v s; want the CPU grown, the pauses not shrunk", c0, c1, p0, p1)
+	}
+}
+
 func TestWatchChild(t *testing.T) {
 	busy := startChild(t, "sh", "-c", "while :; do :; done")
 	sleeper := startChild(t, "sleep", "60")

@@ -28,6 +28,10 @@ type HostSample struct {
 	CPUBusyPct float64 // of all CPUs, from /proc/stat; NaN unread
 	CPUSomePct float64 // share of the period some task waited for a CPU, /proc/pressure/cpu; NaN without
 	GCPauseMS  float64 // this process's stop-the-world pauses in the period
+	// GCCPUMS is the CPU time this process's garbage collector took in the period
+	// (marking, assists, pauses), as the runtime accounts it at the end of each cycle:
+	// a cycle's whole cost shows in the period it ended in.
+	GCCPUMS float64
 	// ProcWaitPct is, per watched process, the time its threads waited in the run
 	// queue over the period, summed over threads (two threads waiting all along: 200).
 	// A process is missing from a period it was not running through, or that began
@@ -100,6 +104,7 @@ type hostReading struct {
 	busy, all  uint64  // /proc/stat jiffies
 	someUS     float64 // /proc/pressure/cpu some total, µs; NaN without
 	gcPauseSec float64
+	gcCPUSec   float64
 	procWait   map[string]procWait // per watched process
 	links      *LateSummary        // taken since the previous reading; nil without links
 }
@@ -139,7 +144,7 @@ func (h *HostSampler) Run(ctx context.Context) {
 func diff(a, b hostReading) HostSample {
 	el := b.at.Sub(a.at)
 	s := HostSample{At: b.at.UnixNano(), PeriodMS: float64(el) / 1e6, CPUBusyPct: nan(), CPUSomePct: nan(),
-		GCPauseMS: (b.gcPauseSec - a.gcPauseSec) * 1e3, LinkLateP99MS: nan(), LinkLateMaxMS: nan()}
+		GCPauseMS: (b.gcPauseSec - a.gcPauseSec) * 1e3, GCCPUMS: (b.gcCPUSec - a.gcCPUSec) * 1e3, LinkLateP99MS: nan(), LinkLateMaxMS: nan()}
 	if b.all > a.all {
 		s.CPUBusyPct = 100 * float64(b.busy-a.busy) / float64(b.all-a.all)
 	}
@@ -195,7 +200,7 @@ func (h *HostSampler) read() hostReading {
 	if b, err := os.ReadFile("/proc/pressure/cpu"); err == nil {
 		r.someUS = parsePressure(b)
 	}
-	r.gcPauseSec = gcPauses()
+	r.gcPauseSec, r.gcCPUSec = gcPauses()
 	h.mu.Lock()
 	watch := maps.Clone(h.watch)
 	links := h.links
@@ -338,21 +343,24 @@ func schedWait(f *os.File, buf []byte) (uint64, bool) {
 	return v, err == nil
 }
 
-var gcSample = []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}}
+var gcSample = []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
 
 // gcPauses is the total of this process's stop-the-world GC pauses so far, seconds,
-// from the runtime's histogram (each bucket counted at its lower bound).
-func gcPauses() float64 {
+// from the runtime's histogram (each bucket counted at its lower bound), and the CPU
+// time its garbage collector took so far, seconds.
+func gcPauses() (pauses, cpu float64) {
 	metrics.Read(gcSample)
+	if gcSample[1].Value.Kind() == metrics.KindFloat64 {
+		cpu = gcSample[1].Value.Float64()
+	}
 	if gcSample[0].Value.Kind() != metrics.KindFloat64Histogram {
-		return 0
+		return 0, cpu
 	}
 	h := gcSample[0].Value.Float64Histogram()
-	var sum float64
 	for i, c := range h.Counts {
 		if lo := h.Buckets[i]; c > 0 && !math.IsInf(lo, -1) {
-			sum += float64(c) * lo
+			pauses += float64(c) * lo
 		}
 	}
-	return sum
+	return pauses, cpu
 }

@@ -325,7 +325,7 @@ func (n *Node) startServers() error {
 // what the node sent before it and had departed on a user-space link reaches its peer
 // on every link alike, as a kernel still transmits what a killed process wrote to its
 // sockets (transport.Die). Without that, which of a dying leader's last proposals
-// reached which follower was decided by its goroutines' scheduling (issue 26).
+// reached which follower was decided by its goroutines' scheduling (docs/crash.md).
 func (n *Node) Stop() {
 	n.loopMu.Lock()
 	at := netem.Now()

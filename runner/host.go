@@ -143,7 +143,7 @@ func (h *hostMeter) write(dir string, start time.Time) (*analysis.HostInput, err
 		}
 	}
 	procs := slices.Sorted(maps.Keys(watched))
-	header := []string{"t_ms", "period_ms", "cpu_busy_pct", "cpu_pressure_pct", "harness_gc_pause_ms", "link_msgs", "link_late_p99_ms", "link_late_max_ms"}
+	header := []string{"t_ms", "period_ms", "cpu_busy_pct", "cpu_pressure_pct", "harness_gc_pause_ms", "harness_gc_cpu_ms", "link_msgs", "link_late_p99_ms", "link_late_max_ms"}
 	for _, p := range procs {
 		header = append(header, "wait_pct_"+p)
 	}
@@ -152,7 +152,7 @@ func (h *hostMeter) write(dir string, start time.Time) (*analysis.HostInput, err
 		t := at(s.At)
 		in.Samples = append(in.Samples, analysis.HostSample{At: t, PeriodMS: s.PeriodMS, CPUBusyPct: s.CPUBusyPct, CPUSomePct: s.CPUSomePct, GCPauseMS: s.GCPauseMS,
 			ProcWaitPct: s.ProcWaitPct, LinkMsgs: s.LinkMsgs, LinkLateP99MS: s.LinkLateP99MS, LinkLateMaxMS: s.LinkLateMaxMS})
-		row := []string{msStr(t), num(s.PeriodMS), num(s.CPUBusyPct), num(s.CPUSomePct), num(s.GCPauseMS),
+		row := []string{msStr(t), num(s.PeriodMS), num(s.CPUBusyPct), num(s.CPUSomePct), num(s.GCPauseMS), num(s.GCCPUMS),
 			strconv.FormatInt(s.LinkMsgs, 10), num(s.LinkLateP99MS), num(s.LinkLateMaxMS)}
 		for _, p := range procs {
 			v, ok := s.ProcWaitPct[p]

@@ -609,7 +609,7 @@ const peerStreamWait = time.Second
 // data before the FIN, but the break of ours, noticed at once, would outrun them: a
 // follower whose ACK stream to its dead leader broke would resync (zab.Disconnected)
 // and drop the proposals still arriving, and enter the election behind followers a
-// WAN away (issue 26: the leader's LAN neighbour, 0.05 ms away, lost that race).
+// WAN away: the leader's LAN neighbour, nearest, lost that race (docs/crash.md).
 func (s *outStream) awaitPeerStreams() {
 	t := s.t
 	var done []chan struct{}
