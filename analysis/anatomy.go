@@ -577,23 +577,26 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 			return a
 		}
 		splits := map[[2]int]split{} // the model asked once per server and leader, not per write
+		splitOf := func(p *Path) (ModelSplit, bool) {
+			if model == nil {
+				return ModelSplit{}, false
+			}
+			sp, seen := splits[[2]int{p.Server, p.Leader}]
+			if !seen {
+				sp.m, sp.ok = model(w.Name, p.Server, p.Leader)
+				splits[[2]int{p.Server, p.Leader}] = sp
+			}
+			return sp.m, sp.ok
+		}
 		latencies := map[string][]float64{}
 		for i := range paths {
 			p := &paths[i]
 			if !w.contains(p.At[StepIntended]) {
 				continue
 			}
-			m, ok := ModelSplit{}, false
-			if model != nil {
-				sp, seen := splits[[2]int{p.Server, p.Leader}]
-				if !seen {
-					sp.m, sp.ok = model(w.Name, p.Server, p.Leader)
-					splits[[2]int{p.Server, p.Leader}] = sp
-				}
-				m, ok = sp.m, sp.ok
-			}
+			m, ok := splitOf(p)
 			// The path's numbers once, then into its DC's sums and All's.
-			pp.of(p, host)
+			pp.of(p, host, m, ok)
 			latencies[p.DC] = append(latencies[p.DC], pp.latency)
 			latencies[All] = append(latencies[All], pp.latency)
 			for _, a := range [2]*acc{accOf(p.DC), accOf(All)} {
@@ -654,7 +657,8 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 				if lat < tailAccs[All][0].at && (len(tailAccs[p.DC]) == 0 || lat < tailAccs[p.DC][0].at) {
 					continue // below every tail's threshold (All's p99 is there whenever any is)
 				}
-				pp.of(p, host)
+				m, ok := splitOf(p)
+				pp.of(p, host, m, ok)
 				for _, dc := range [2]string{p.DC, All} {
 					for _, t := range tailAccs[dc] {
 						if pp.latency < t.at {
@@ -719,7 +723,18 @@ type pathPhases struct {
 	neg                      bool
 }
 
-func (pp *pathPhases) of(p *Path, host *pathStalls) {
+// linkPhase marks the phases that are a link's time; their model, from the path's split.
+var linkPhase = map[string]func(ModelSplit) float64{
+	"forward":     func(m ModelSplit) float64 { return m.Forward },
+	"quorum":      func(m ModelSplit) float64 { return m.Quorum },
+	"commit_back": func(m ModelSplit) float64 { return m.Back },
+}
+
+// of computes p's numbers. A stall is taken whole out of the phases a process works in;
+// out of a link's, only as far as the link took longer than the model's m (when ok): a
+// message in flight is not delayed by its sender's or receiver's stall unless it
+// arrives before the stall ends.
+func (pp *pathPhases) of(p *Path, host *pathStalls, m ModelSplit, ok bool) {
 	if pp.phases == nil {
 		pp.phases = make([]float64, len(Phases))
 	}
@@ -737,13 +752,22 @@ func (pp *pathPhases) of(p *Path, host *pathStalls) {
 	if len(spans) == 0 || !overlaps(spans, p.At[StepIntended], p.At[StepDone]) {
 		return
 	}
+	var hold float64 // the deciding follower's own stall, inside the quorum wait
+	if p.Follower != 0 {
+		hold = ms(overlap(spans, p.At[StepPropArrived], p.At[StepAcked]))
+		pp.follower -= hold
+	}
 	for j, ph := range Phases {
 		o := ms(overlap(spans, p.At[ph.From], p.At[ph.To]))
+		if model, link := linkPhase[ph.Name]; link && ok {
+			linkTime, linkStall := pp.phases[j], o
+			if ph.Name == "quorum" {
+				linkTime, linkStall = pp.phases[j]-pp.follower-hold, o-hold
+			}
+			o -= linkStall - max(0, min(linkStall, linkTime-model(m)))
+		}
 		pp.phases[j] -= o
 		pp.stall += o
-	}
-	if p.Follower != 0 {
-		pp.follower -= ms(overlap(spans, p.At[StepPropArrived], p.At[StepAcked]))
 	}
 }
 

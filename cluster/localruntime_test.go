@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"math"
 	"runtime"
+	"runtime/debug"
 	"testing"
 )
 
@@ -9,7 +11,11 @@ import (
 // overlap, and gives them back when the last one closes.
 func TestTuneProcs(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "") // set, the local backend would leave it alone
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
 	base := runtime.GOMAXPROCS(0)
+	gc := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(gc)
 	check := func(when string, want int) {
 		t.Helper()
 		if got := runtime.GOMAXPROCS(0); got != want {
@@ -18,6 +24,13 @@ func TestTuneProcs(t *testing.T) {
 	}
 	three := tuneProcs(3)
 	check("3 replicas", 3*base)
+	if p := debug.SetGCPercent(-1); p != localGOGC { // reading it sets it: put it back below
+		t.Errorf("GOGC %d while a local cluster runs, want %d", p, localGOGC)
+	}
+	debug.SetGCPercent(localGOGC)
+	if l := debug.SetMemoryLimit(-1); l != halfTheMemory() || l <= 0 {
+		t.Errorf("memory limit %d while a local cluster runs, want %d", l, halfTheMemory())
+	}
 	five := tuneProcs(5)
 	check("5 replicas beside 3", 5*base)
 	five()
@@ -25,4 +38,10 @@ func TestTuneProcs(t *testing.T) {
 	check("one cluster still runs", 5*base)
 	three()
 	check("no cluster runs", base)
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Errorf("GOGC %d once no cluster runs, want the 100 from before", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		t.Errorf("memory limit %d once no cluster runs, want none", l)
+	}
 }

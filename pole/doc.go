@@ -31,7 +31,9 @@
 // election timer stays stopped; a voter counted by line 65 counts for the quorum of
 // line 31 but not as a proposal for line 29; a vote quorum for l needs l's own vote but
 // not one epoch for all votes, and the adopter takes the epoch of l's vote (onVote says
-// why: followers of one leader may have elected it in different epochs).
+// why: followers of one leader may have elected it in different epochs); a voter for
+// another leader than the process's proposal leaves the proposal-set, for it has left
+// the election; a process that leads takes no vote (lines 56-65 apply to the others).
 //
 // Oracles (Sec. 3.3, 5): History, Rotating, Request, Consensus, Latency, WorstCase,
 // Preference, Combined (priority order with equivalence classes), and Initial, which

@@ -541,8 +541,28 @@ func (n *Node) onPropose(j int, e uint64, p Proposal) {
 // schedules found it: sim.TestCheckConverges). A voter for another
 // leader is alive but not a supporter: the process waits for proposals or for a
 // quorum of votes, and retries, until the other leader falls and its followers join.
+//
+// That voter has also left the election (it knows a leader, line 34), so the proposal
+// it sent before no longer stands: it leaves the proposal-set (leftElection), as
+// ZooKeeper replaces a server's LOOKING vote with its FOLLOWING one. Otherwise a
+// server restarted while the others end an election, with the best proposal, counts
+// proposals they sent just before electing another leader toward line 29 or 31, and
+// elects itself in the epoch they elected that leader in.
+//
+// A process that leads (it elected itself) takes no vote: its followers count on it,
+// and it leaves them only through the broadcast layer (NewElection), as ZooKeeper's
+// LEADING server takes no part in elections. Switching on votes, a leader and a
+// restarted server that had elected itself each followed the other in one epoch, on a
+// quorum that had a follower's vote for the server's previous incarnation, and their
+// broadcast layers kept each other waiting (testdata/restart_mutual.txt). Following
+// another through votes needs that one's own vote, cast while it led, and a leader
+// now changes its mind only in a new election: two processes can no longer come to
+// follow each other within one.
 func (n *Node) onVote(j int, e uint64, l int) {
 	n.voteSet[vote{epoch: e, leader: l, from: j}] = true // line 55
+	if n.leader == n.cfg.ID {
+		return
+	}
 	voters := map[int]bool{}
 	var own uint64
 	ownVote := false
@@ -562,6 +582,21 @@ func (n *Node) onVote(j int, e uint64, l int) {
 	}
 	if l == n.proposal.ID {
 		n.startTimer(j, false) // line 65
+		return
+	}
+	n.leftElection(j)
+}
+
+// leftElection takes j, a voter for another leader, out of the proposal-set (onVote
+// says why). The election timer stops if the set no longer holds a quorum: it stands
+// for "a quorum proposed in this epoch", as start-epoch stops it with the set emptied.
+func (n *Node) leftElection(j int) {
+	if _, ok := n.proposalSet[j]; !ok {
+		return
+	}
+	delete(n.proposalSet, j)
+	if n.elecTimer.running && len(n.proposalSet) <= len(n.servers)/2 {
+		n.elecTimer = timer{}
 	}
 }
 
