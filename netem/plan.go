@@ -50,8 +50,8 @@ type Plan struct {
 	WindowBytes int    `json:"window_bytes"`
 }
 
-// Options shape NewPlan. The zero value gives the paper's emulation: 2 % Pareto
-// jitter, no rate limit, no loss.
+// Options shape NewPlan. The zero value gives links without jitter, rate limit or
+// loss; DefaultOptions gives the paper's emulation (2 % Pareto jitter).
 type Options struct {
 	JitterPct       float64 // % of the one-way delay; 0 means none (DefaultOptions has the paper's 2 %)
 	Dist            string  // "" means DefaultDist

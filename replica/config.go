@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/zab"
 )
 
 // Peer is where one server of the ensemble listens.
@@ -106,7 +107,7 @@ func (c *Config) Defaults() {
 		c.MaxSessionTimeout = Duration(40 * time.Second)
 	}
 	if c.SnapWindow == 0 {
-		c.SnapWindow = 500
+		c.SnapWindow = zab.DefaultWindow
 	}
 	if c.Oracle.Name == "" {
 		c.Oracle.Name = score.History

@@ -19,7 +19,7 @@ const (
 	FetchHighestID
 )
 
-// Config configures a Node. Zero durations take the defaults.
+// Config configures a Node. A zero field takes its default; InitTicks 0 is no limit.
 type Config struct {
 	ID    int   // this server
 	Peers []int // every configured server, this one included; a quorum is a majority of them
