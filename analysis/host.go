@@ -199,14 +199,7 @@ func HostVerdict(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 	if hw.LinkMsgs > 0 {
 		hw.LinkLateMaxMS, hw.LinkLateWorstP99MS = &lateMax, &lateP99
 	}
-	if len(busy) > 0 {
-		v := mean(busy)
-		hw.CPUBusyPct = &v
-	}
-	if len(some) > 0 {
-		v := mean(some)
-		hw.CPUSomePct = &v
-	}
+	hw.CPUBusyPct, hw.CPUSomePct = MeanOf(busy), MeanOf(some)
 	hw.Verdict = Trusted
 	degrade := func(v, format string, a ...any) {
 		hw.Reasons = append(hw.Reasons, fmt.Sprintf(format, a...))
@@ -254,6 +247,15 @@ func (hw *HostWindow) contention() []string {
 		out = append(out, fmt.Sprintf("the user-space links delivered up to %.1f ms after their schedule, p99 up to %.1f ms in a 100 ms period (reported, not judged)", *hw.LinkLateMaxMS, *hw.LinkLateWorstP99MS))
 	}
 	return out
+}
+
+// MeanOf is the mean of v, nil for none: a reading the host did not have.
+func MeanOf(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	m := mean(v)
+	return &m
 }
 
 func mean(v []float64) float64 {

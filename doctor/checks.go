@@ -181,20 +181,8 @@ func idleOf(rep hiccup.Report, samples []hiccup.HostSample) *Idle {
 			some = append(some, s.CPUSomePct)
 		}
 	}
-	id.CPUBusyPct, id.CPUSomePct = meanPtr(busy), meanPtr(some)
+	id.CPUBusyPct, id.CPUSomePct = analysis.MeanOf(busy), analysis.MeanOf(some)
 	return id
-}
-
-func meanPtr(v []float64) *float64 {
-	if len(v) == 0 {
-		return nil
-	}
-	var s float64
-	for _, x := range v {
-		s += x
-	}
-	s /= float64(len(v))
-	return &s
 }
 
 // Loopback is the round trip of a small message over TCP on 127.0.0.1: the floor

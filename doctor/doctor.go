@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,23 +62,14 @@ func ParseTarget(s string) (Target, error) {
 	switch {
 	case b == backend.Sim:
 		return t, fmt.Errorf("%q: the simulator is the reference every run is set beside, not a target", s)
-	case !contains(backend.Names(), b):
+	case !slices.Contains(backend.Names(), b):
 		return t, fmt.Errorf("%q: unknown backend %q (known: %s)", s, b, strings.Join(backend.Names(), ", "))
-	case !contains(backend.Flavors(), f):
+	case !slices.Contains(backend.Flavors(), f):
 		return t, fmt.Errorf("%q: unknown flavor %q (known: %s)", s, f, strings.Join(backend.Flavors(), ", "))
 	case !backend.Runs(b, f):
 		return t, fmt.Errorf("%q: flavor %s runs only on %s", s, f, strings.Join(backend.For(f), ", "))
 	}
 	return t, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Options configure Run; zero values take the defaults.
