@@ -22,8 +22,6 @@ import (
 	"github.com/polebench/polebench/netem"
 )
 
-// harnessProcess is the harness among the metered processes.
-const harnessProcess = analysis.HarnessProcess
 
 // hostMeter measures the host while a trial runs: the harness's hiccup meter, the host
 // sampler, and the reports of the replicas' own meters (servers in processes of their
@@ -46,7 +44,7 @@ func startHostMeter(ctx context.Context, cl cluster.Cluster) *hostMeter {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h := &hostMeter{meter: hiccup.New(0, 0), host: hiccup.NewHostSampler(0), cancel: cancel, reports: map[string][]hiccup.Report{}}
 	h.host.Links(netem.LinkLateness)
-	h.host.Watch(harnessProcess, os.Getpid())
+	h.host.Watch(analysis.HarnessProcess, os.Getpid())
 	for _, s := range cl.Servers() {
 		h.watchServer(cl, s.ID)
 	}
@@ -113,7 +111,7 @@ func (h *hostMeter) stop() {
 func (h *hostMeter) write(dir string, start time.Time) (*analysis.HostInput, error) {
 	h.stop()
 	h.mu.Lock()
-	reports := map[string][]hiccup.Report{harnessProcess: {h.meter.Report(harnessProcess)}}
+	reports := map[string][]hiccup.Report{analysis.HarnessProcess: {h.meter.Report(analysis.HarnessProcess)}}
 	for p, r := range h.reports {
 		reports[p] = r
 	}
