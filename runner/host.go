@@ -22,7 +22,6 @@ import (
 	"github.com/polebench/polebench/netem"
 )
 
-
 // hostMeter measures the host while a trial runs: the harness's hiccup meter, the host
 // sampler, and the reports of the replicas' own meters (servers in processes of their
 // own: netns, docker, swarm), a killed server's fetched before it dies.
