@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"github.com/polebench/polebench/model"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -10,12 +11,12 @@ import (
 // anatomizeReference is Anatomize as it was before it computed each path's numbers
 // once and asked the model once per server and leader: kept to check that the sums
 // come out bit for bit the same (floating-point sums depend on their order).
-func anatomizeReference(paths []Path, windows []Window, model PathModel, acked map[string]map[string]int) map[string]map[string]AnatomyStats {
+func anatomizeReference(paths []Path, windows []Window, pm model.PathModel, acked map[string]map[string]int) map[string]map[string]AnatomyStats {
 	type acc struct {
 		n, neg            int
 		phases            []float64
 		follower, latency float64
-		m                 ModelSplit
+		m                 model.Split
 		modelled          int
 	}
 	out := map[string]map[string]AnatomyStats{}
@@ -26,9 +27,9 @@ func anatomizeReference(paths []Path, windows []Window, model PathModel, acked m
 			if !w.contains(p.At[StepIntended]) {
 				continue
 			}
-			m, ok := ModelSplit{}, false
-			if model != nil {
-				m, ok = model(w.Name, p.Server, p.Leader)
+			m, ok := model.Split{}, false
+			if pm != nil {
+				m, ok = pm(w.Name, p.Server, p.Leader)
 			}
 			for _, k := range []string{p.DC, All} {
 				a := accs[k]
@@ -107,14 +108,14 @@ func TestAnatomizeMatchesReference(t *testing.T) {
 		}
 	}
 	windows := []Window{{"before", 0, 2 * time.Second}, {"after", 3 * time.Second, time.Hour}}
-	model := func(w string, s, l int) (ModelSplit, bool) {
+	pmodel := func(w string, s, l int) (model.Split, bool) {
 		if w == "after" && s == 3 {
-			return ModelSplit{}, false
+			return model.Split{}, false
 		}
-		return ModelSplit{Forward: 0.1 * float64(s), Quorum: 1.0 / float64(l), Back: 0.3 * float64(s), Jitter: 0.01 * float64(s*l)}, true
+		return model.Split{Forward: 0.1 * float64(s), Quorum: 1.0 / float64(l), Back: 0.3 * float64(s), Jitter: 0.01 * float64(s*l)}, true
 	}
 	acked := map[string]map[string]int{"before": {"D1": 900, "D2": 800, All: 1700}}
-	for _, m := range []PathModel{model, nil} {
+	for _, m := range []model.PathModel{pmodel, nil} {
 		got, want := Anatomize(paths, windows, m, acked, nil), anatomizeReference(paths, windows, m, acked)
 		for _, byDC := range got {
 			for dc, st := range byDC {

@@ -3,6 +3,7 @@ package analysis
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/polebench/polebench/model"
 	"io"
 	"maps"
 	"math"
@@ -461,19 +462,6 @@ func ReadPaths(path string) ([]Path, error) {
 	}
 }
 
-// ModelSplit is the analytic model's account of one write, in ms: the forward link
-// RTT(S,L)/2, the quorum round trip theta_c(L) and the commit back RTT(S,L)/2 (their
-// sum is the paper's RTT(S,L) + theta_c(L)), and Jitter, what the jitter-aware term
-// expects jittered links and in-order delivery to add to the three.
-type ModelSplit struct {
-	Forward, Quorum, Back, Jitter float64
-}
-
-// PathModel gives the model's split for a write of window w sent to server s while l
-// leads; ok is false when the model has nothing for it. The same arguments must give
-// the same split: Anatomize asks once per window, server and leader.
-type PathModel func(w string, s, l int) (m ModelSplit, ok bool)
-
 // AnatomyStats is the anatomy of one DC's writes in one window, in ms.
 type AnatomyStats struct {
 	Count int `json:"count"` // paths (acknowledged writes whose every step was found)
@@ -488,7 +476,7 @@ type AnatomyStats struct {
 	// of the phases it fell in, so the phases still add up.
 	PhasesMS map[string]float64 `json:"phases_ms"`
 	// ModelMS is the plain model's mean over the same writes (each by its server and
-	// leader), split as ModelSplit is.
+	// leader), split as model.Split is.
 	ModelMS *ModelParts `json:"model_ms,omitempty"`
 	// ExcessMS splits MeasuredMS − ModelMS.Total into parts that add up.
 	ExcessMS *Excess `json:"excess_ms,omitempty"`
@@ -549,17 +537,17 @@ type Excess struct {
 // DC, for the coverage. Without a model (nil, or no split for some path) there is no
 // model and no excess for that DC. stalls, where the run measured its host (nil where
 // it did not), are the processes' stalls, named "harness" and "p<id>".
-func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string]map[string]int, stalls []HostStall) map[string]map[string]AnatomyStats {
+func Anatomize(paths []Path, windows []Window, pm model.PathModel, acked map[string]map[string]int, stalls []HostStall) map[string]map[string]AnatomyStats {
 	type acc struct {
 		n, neg            int
 		phases            []float64
 		follower, latency float64
 		stall             float64
-		m                 ModelSplit
+		m                 model.Split
 		modelled          int
 	}
 	type split struct {
-		m  ModelSplit
+		m  model.Split
 		ok bool
 	}
 	host := newPathStalls(stalls)
@@ -577,13 +565,13 @@ func Anatomize(paths []Path, windows []Window, model PathModel, acked map[string
 			return a
 		}
 		splits := map[[2]int]split{} // the model asked once per server and leader, not per write
-		splitOf := func(p *Path) (ModelSplit, bool) {
-			if model == nil {
-				return ModelSplit{}, false
+		splitOf := func(p *Path) (model.Split, bool) {
+			if pm == nil {
+				return model.Split{}, false
 			}
 			sp, seen := splits[[2]int{p.Server, p.Leader}]
 			if !seen {
-				sp.m, sp.ok = model(w.Name, p.Server, p.Leader)
+				sp.m, sp.ok = pm(w.Name, p.Server, p.Leader)
 				splits[[2]int{p.Server, p.Leader}] = sp
 			}
 			return sp.m, sp.ok
@@ -724,17 +712,17 @@ type pathPhases struct {
 }
 
 // linkPhase marks the phases that are a link's time; their model, from the path's split.
-var linkPhase = map[string]func(ModelSplit) float64{
-	"forward":     func(m ModelSplit) float64 { return m.Forward },
-	"quorum":      func(m ModelSplit) float64 { return m.Quorum },
-	"commit_back": func(m ModelSplit) float64 { return m.Back },
+var linkPhase = map[string]func(model.Split) float64{
+	"forward":     func(m model.Split) float64 { return m.Forward },
+	"quorum":      func(m model.Split) float64 { return m.Quorum },
+	"commit_back": func(m model.Split) float64 { return m.Back },
 }
 
 // of computes p's numbers. A stall is taken whole out of the phases a process works in;
 // out of a link's, only as far as the link took longer than the model's m (when ok): a
 // message in flight is not delayed by its sender's or receiver's stall unless it
 // arrives before the stall ends.
-func (pp *pathPhases) of(p *Path, host *pathStalls, m ModelSplit, ok bool) {
+func (pp *pathPhases) of(p *Path, host *pathStalls, m model.Split, ok bool) {
 	if pp.phases == nil {
 		pp.phases = make([]float64, len(Phases))
 	}

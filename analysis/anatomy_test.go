@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"github.com/polebench/polebench/model"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -96,14 +97,14 @@ func TestJoin(t *testing.T) {
 func TestAnatomize(t *testing.T) {
 	recs, marks, start := anatomyFixture()
 	paths, _ := Join(recs, marks, start)
-	model := func(w string, s, l int) (ModelSplit, bool) {
+	pm := func(w string, s, l int) (model.Split, bool) {
 		if s == l {
-			return ModelSplit{Quorum: 0.2, Jitter: 0.01}, true
+			return model.Split{Quorum: 0.2, Jitter: 0.01}, true
 		}
-		return ModelSplit{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, true
+		return model.Split{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, true
 	}
 	w := []Window{{Name: "before", From: 0, To: time.Second}}
-	a := Anatomize(paths, w, model, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}}, nil)
+	a := Anatomize(paths, w, pm, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}}, nil)
 	d1 := a["before"]["D1"]
 	if d1.Count != 1 || d1.Coverage != 1 || math.Abs(d1.MeasuredMS-22) > 1e-9 || d1.Negative != 0 {
 		t.Fatalf("D1: %+v", d1)
@@ -176,8 +177,8 @@ func TestZxidTable(t *testing.T) {
 func TestAnatomizeHostStall(t *testing.T) {
 	recs, marks, start := anatomyFixture()
 	paths, _ := Join(recs, marks, start)
-	model := func(w string, s, l int) (ModelSplit, bool) {
-		return ModelSplit{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, s != l
+	pm := func(w string, s, l int) (model.Split, bool) {
+		return model.Split{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, s != l
 	}
 	at := func(v float64) time.Duration { return time.Duration(v * 1e6) }
 	// Path 1's forward link took 10.1 ms (model 10), its quorum's link part 0.2 (model
@@ -190,7 +191,7 @@ func TestAnatomizeHostStall(t *testing.T) {
 		{"p9", at(10), at(32)},                // on no path
 	}
 	w := []Window{{Name: "before", From: 0, To: time.Second}}
-	a := Anatomize(paths, w, model, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}}, stalls)
+	a := Anatomize(paths, w, pm, map[string]map[string]int{"before": {"D1": 1, "D2": 2, All: 3}}, stalls)
 	d1, d2 := a["before"]["D1"], a["before"]["D2"]
 	want := map[string]float64{"send_lag": 0.1, "to_server": 0.05, "forward": 10.05, "quorum": 0.25, "quorum_follower": 0.05,
 		"commit_back": 10, "to_client": 0.7, "host_stall": 0.25}
@@ -220,10 +221,10 @@ func TestAnatomizeHostStall(t *testing.T) {
 	if got := Anatomize(paths, w, nil, nil, stalls)["before"]["D1"].PhasesMS["host_stall"]; math.Abs(got-1.3) > 1e-9 {
 		t.Errorf("D1 host stall without a model %.4f ms, want 1.3", got)
 	}
-	if _, ok := Anatomize(paths, w, model, nil, nil)["before"]["D1"].PhasesMS["host_stall"]; ok {
+	if _, ok := Anatomize(paths, w, pm, nil, nil)["before"]["D1"].PhasesMS["host_stall"]; ok {
 		t.Error("a host stall phase where the host was not measured")
 	}
-	if got := Anatomize(paths, w, model, nil, []HostStall{})["before"]["D1"].PhasesMS; got["host_stall"] != 0 || got["send_lag"] != 0.2 {
+	if got := Anatomize(paths, w, pm, nil, []HostStall{})["before"]["D1"].PhasesMS; got["host_stall"] != 0 || got["send_lag"] != 0.2 {
 		t.Errorf("measured host without stalls: %v, want host_stall 0 and the phases whole", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/polebench/polebench/model"
 	"maps"
 	"os"
 	"slices"
@@ -33,7 +34,7 @@ type Input struct {
 	// Paths, if any, are the acknowledged writes' ways through the servers (Join):
 	// the anatomy of their latency, split against PathModel (optional).
 	Paths     []Path
-	PathModel PathModel
+	PathModel model.PathModel
 	Join      *JoinStats
 	// Host, if measured (real backends), is what the host did: each window gets its
 	// verdict from it (HostVerdict).

@@ -22,8 +22,8 @@ import (
 type Server struct {
 	ID     int    `json:"id"`
 	DC     string `json:"dc"`
-	Client string `json:"client"` // host:port for ZooKeeper clients
-	Admin  string `json:"admin"`  // host:port of the admin HTTP endpoint (GET /events, /status)
+	Client string `json:"client,omitempty"` // host:port for ZooKeeper clients (none in the simulator)
+	Admin  string `json:"admin,omitempty"`  // host:port of the admin HTTP endpoint (GET /events, /status)
 	// Where a backend that spreads servers over machines put it, how the server
 	// emulates its links when it does so itself, and the RTT from the harness to its
 	// client port (a hop the model does not have: it puts clients beside their servers).

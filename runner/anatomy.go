@@ -2,20 +2,11 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
-	"github.com/polebench/polebench/model"
-	"github.com/polebench/polebench/netem"
-	"github.com/polebench/polebench/spec"
-	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/trace"
-	"github.com/polebench/polebench/workload"
 )
 
 // traceCollector gathers the servers' trace marks while a run goes on: every second
@@ -100,78 +91,4 @@ func (c *traceCollector) result() (map[int][]trace.Mark, uint64) {
 		lost += n
 	}
 	return c.marks, lost
-}
-
-// anatomyInput is what a repetition's analysis needs for the latency anatomy.
-type anatomyInput struct {
-	paths []analysis.Path
-	join  analysis.JoinStats
-	model analysis.PathModel
-}
-
-// anatomy joins the run's records with the collected marks into phases.csv.gz and
-// prepares the model's split of each write. start is the run's zero.
-func (r *trial) anatomy(c *traceCollector, recs []workload.Record, start time.Time, topo *topology.Topology, plan netem.Plan) (*anatomyInput, error) {
-	marks, lost := c.result()
-	if lost > 0 {
-		r.log.Warn("trace marks overwritten before they were read", "lost", lost)
-	}
-	a := r.anatomyOf(marks, recs, netem.At(start), topo, plan)
-	if err := a.write(r.dir); err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
-// write writes the paths: phases.csv.gz.
-func (a *anatomyInput) write(dir string) error {
-	return analysis.WritePaths(filepath.Join(dir, "phases.csv.gz"), a.paths)
-}
-
-// anatomyOf is anatomy from marks whose clock reads start at the run's zero, without
-// writing the paths.
-func (r *trial) anatomyOf(marks map[int][]trace.Mark, recs []workload.Record, start int64, topo *topology.Topology, plan netem.Plan) *anatomyInput {
-	paths, st := analysis.Join(recs, marks, start)
-	m, err := pathModel(r.o.Spec, topo, plan)
-	if err != nil {
-		r.log.Warn("no model for the latency anatomy", "err", err)
-	}
-	return &anatomyInput{paths: paths, join: st, model: m}
-}
-
-// pathModel splits the model's latency of each write by window: before the crash
-// every server is live, after it all but the initial leader.
-func pathModel(sp *spec.Spec, topo *topology.Topology, plan netem.Plan) (analysis.PathModel, error) {
-	type win struct {
-		plain *model.Analysis
-		jit   *model.JitterTerm
-	}
-	wins := map[string]win{}
-	lives := map[string][]int{"before": topo.Servers()}
-	if sp.CrashAt > 0 {
-		lives["after"] = slices.DeleteFunc(topo.Servers(), func(id int) bool { return id == sp.InitialLeader })
-	}
-	for name, live := range lives {
-		a, err := model.Analyze(topo, live)
-		if err != nil {
-			return nil, fmt.Errorf("%s the crash: %w", name, err)
-		}
-		j, err := model.Jitter(topo, live, plan, 0)
-		if err != nil {
-			return nil, fmt.Errorf("%s the crash: %w", name, err)
-		}
-		wins[name] = win{a, j}
-	}
-	return func(w string, s, l int) (analysis.ModelSplit, bool) {
-		m, ok := wins[w]
-		if !ok {
-			return analysis.ModelSplit{}, false
-		}
-		c, ok := m.plain.Candidate(l)
-		if !ok {
-			return analysis.ModelSplit{}, false
-		}
-		half := topo.RTT(s, l) / 2
-		return analysis.ModelSplit{Forward: half, Quorum: c.ThetaC, Back: half, Jitter: m.jit.Extra(s, l)}, true
-	}, nil
 }

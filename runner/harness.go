@@ -148,12 +148,12 @@ func measuredRTTs(ctx context.Context, cl cluster.Cluster) map[string]any {
 }
 
 // status shows what the repetition is doing.
-func (r *trial) status(format string, a ...any) {
+func (r *repetitionRun) status(format string, a ...any) {
 	r.o.Progress.Update("[%s rep %d/%d] %s", r.o.Spec.Name, r.n, r.o.Spec.Repetitions, fmt.Sprintf(format, a...))
 }
 
 // progressLoop shows the load's phase, time, rate and outcomes once a second.
-func (r *trial) progressLoop(ctx context.Context, w *workload.Workload) {
+func (r *repetitionRun) progressLoop(ctx context.Context, w *workload.Workload) {
 	if r.o.Progress == nil {
 		return
 	}
@@ -187,7 +187,7 @@ func (r *trial) progressLoop(ctx context.Context, w *workload.Workload) {
 
 // observer ties the nemesis to the run: a victim's timeline is saved before it dies,
 // the workload stops using a killed server and uses a restarted one once it serves.
-func (r *trial) observer(cl cluster.Cluster, w *workload.Workload, servers []cluster.Server) nemesis.Observer {
+func (r *repetitionRun) observer(cl cluster.Cluster, w *workload.Workload, servers []cluster.Server) nemesis.Observer {
 	byID := map[int]cluster.Server{}
 	for _, s := range servers {
 		byID[s.ID] = s
@@ -218,12 +218,4 @@ func (r *trial) observer(cl cluster.Cluster, w *workload.Workload, servers []clu
 			}
 		},
 	}
-}
-
-func workloadServers(servers []cluster.Server) []workload.Server {
-	var out []workload.Server
-	for _, s := range servers {
-		out = append(out, workload.Server{ID: s.ID, DC: s.DC, Addr: s.Client})
-	}
-	return out
 }

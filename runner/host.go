@@ -2,24 +2,16 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"math"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
-	"github.com/polebench/polebench/csvfile"
 	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/trial"
 )
 
 // hostMeter measures the host while a trial runs: the harness's hiccup meter, the host
@@ -103,111 +95,14 @@ func (h *hostMeter) stop() {
 	h.wg.Wait()
 }
 
-// write stops the meters and writes what they measured into dir: hiccups-<process>.hlog
-// per process (the lateness of every wake, one interval histogram per life),
-// hiccups.csv (every stall over the threshold) and host.csv (the host every 100 ms),
-// all on the run's clock from start. It returns the same for the analysis.
-func (h *hostMeter) write(dir string, start time.Time) (*analysis.HostInput, error) {
+// result stops the meters and hands out what they measured; the run started at start.
+func (h *hostMeter) result(start time.Time) *trial.Host {
 	h.stop()
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	reports := map[string][]hiccup.Report{analysis.HarnessProcess: {h.meter.Report(analysis.HarnessProcess)}}
 	for p, r := range h.reports {
 		reports[p] = r
 	}
-	h.mu.Unlock()
-	at := func(ns int64) time.Duration { return time.Duration(ns - start.UnixNano()) }
-	in := &analysis.HostInput{}
-	stalls := [][]string{{"process", "start_ms", "length_ms"}}
-	var errs []error
-	for _, p := range slices.Sorted(maps.Keys(reports)) {
-		in.Processes = append(in.Processes, p)
-		errs = append(errs, writeHiccupLog(filepath.Join(dir, "hiccups-"+p+".hlog"), reports[p], start))
-		for _, r := range reports[p] {
-			for _, st := range r.Stalls {
-				in.Stalls = append(in.Stalls, analysis.HostStall{Process: p, From: at(st.Start), To: at(st.End())})
-				stalls = append(stalls, []string{p, msStr(at(st.Start)), msStr(time.Duration(st.Len))})
-			}
-		}
-	}
-	errs = append(errs, writeCSV(filepath.Join(dir, "hiccups.csv"), stalls))
-	samples := h.host.Samples()
-	// A column per watched process (wait_pct_<process>: its threads' run-queue wait,
-	// summed over them, as a share of the period), empty where it was not running.
-	watched := map[string]bool{}
-	for _, s := range samples {
-		for p := range s.ProcWaitPct {
-			watched[p] = true
-		}
-	}
-	procs := slices.Sorted(maps.Keys(watched))
-	header := []string{"t_ms", "period_ms", "cpu_busy_pct", "cpu_pressure_pct", "harness_gc_pause_ms", "harness_gc_cpu_ms", "link_msgs", "link_late_p99_ms", "link_late_max_ms"}
-	for _, p := range procs {
-		header = append(header, "wait_pct_"+p)
-	}
-	host := [][]string{header}
-	for _, s := range samples {
-		t := at(s.At)
-		in.Samples = append(in.Samples, analysis.HostSample{At: t, PeriodMS: s.PeriodMS, CPUBusyPct: s.CPUBusyPct, CPUSomePct: s.CPUSomePct, GCPauseMS: s.GCPauseMS,
-			ProcWaitPct: s.ProcWaitPct, LinkMsgs: s.LinkMsgs, LinkLateP99MS: s.LinkLateP99MS, LinkLateMaxMS: s.LinkLateMaxMS})
-		row := []string{msStr(t), num(s.PeriodMS), num(s.CPUBusyPct), num(s.CPUSomePct), num(s.GCPauseMS), num(s.GCCPUMS),
-			strconv.FormatInt(s.LinkMsgs, 10), num(s.LinkLateP99MS), num(s.LinkLateMaxMS)}
-		for _, p := range procs {
-			v, ok := s.ProcWaitPct[p]
-			if !ok {
-				v = math.NaN()
-			}
-			row = append(row, num(v))
-		}
-		host = append(host, row)
-	}
-	errs = append(errs, writeCSV(filepath.Join(dir, "host.csv"), host))
-	return in, errors.Join(errs...)
-}
-
-func writeCSV(path string, rows [][]string) error {
-	w, err := csvfile.Create(path)
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if err := w.Write(r); err != nil {
-			w.Close()
-			return err
-		}
-	}
-	return w.Close()
-}
-
-func msStr(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) }
-
-// num writes a float, empty for NaN (a reading the host does not have).
-func num(v float64) string {
-	if math.IsNaN(v) {
-		return ""
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
-}
-
-// writeHiccupLog writes a process's lives as an HDR histogram log, jHiccup's format:
-// one interval histogram per life, its start and end on the run's clock.
-func writeHiccupLog(path string, lives []hiccup.Report, start time.Time) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("hiccups: %w", err)
-	}
-	lw := hdrhistogram.NewHistogramLogWriter(f)
-	errs := []error{lw.OutputLogFormatVersion(), lw.OutputStartTime(start.UnixMilli()),
-		lw.OutputComment(fmt.Sprintf("[polebench hiccups of %s, ns late per wake of a %v sleep]", lives[0].Process, time.Duration(lives[0].Interval))),
-		lw.OutputLegend()}
-	for _, r := range lives {
-		h := r.Histogram()
-		h.SetStartTimeMs(r.From / 1e6)
-		h.SetEndTimeMs(r.To / 1e6)
-		errs = append(errs, lw.OutputIntervalHistogram(h))
-	}
-	errs = append(errs, f.Close())
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("hiccups: writing %s: %w", path, err)
-	}
-	return nil
+	return &trial.Host{Start: start, Reports: reports, Samples: h.host.Samples()}
 }

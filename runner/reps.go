@@ -49,7 +49,7 @@ func repetition(ctx context.Context, o Options, dir string, n int) outcome {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return outcome{err: fmt.Errorf("repetition %d: %w", n, err)}
 	}
-	r := &trial{o: o, n: n, dir: dir, log: o.Log.With("rep", n), traces: newTraceCollector()}
+	r := &repetitionRun{o: o, n: n, dir: dir, log: o.Log.With("rep", n), traces: newTraceCollector()}
 	run, err := r.run(ctx)
 	if err != nil {
 		err = fmt.Errorf("repetition %d: %w", n, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/trial"
 	"github.com/polebench/polebench/workload"
 )
 
@@ -77,12 +78,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.LeaderTimeout <= 0 {
 		o.LeaderTimeout = 60 * time.Second
 	}
-	dir, err := runDir(o.Out, o.Spec.Name)
+	dir, err := trial.Dir(o.Out, o.Spec.Name)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Dir: dir}
-	if err := writeSpec(dir, o.Spec); err != nil {
+	if err := trial.WriteSpec(dir, o.Spec); err != nil {
 		return res, err
 	}
 	var errs []error
@@ -104,14 +105,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			errs = append(errs, err)
 		} else {
 			res.Aggregate = agg
-			errs = append(errs, writeJSON(filepath.Join(dir, "aggregate.json"), agg))
+			errs = append(errs, trial.WriteAggregate(dir, agg))
 		}
 	}
 	return res, errors.Join(errs...)
 }
 
-// trial is one repetition of the spec, running.
-type trial struct {
+// repetitionRun is one repetition of the spec, running.
+type repetitionRun struct {
 	o     Options
 	n     int
 	dir   string
@@ -121,32 +122,56 @@ type trial struct {
 	// harness is what the harness did (load, faults, servers serving again).
 	harness harnessLog
 	traces  *traceCollector // the servers' trace marks (the latency anatomy)
-	anat    *anatomyInput
-	host    *hostMeter // what the host did meanwhile (hiccups, CPU)
+	host    *hostMeter      // what the host did meanwhile (hiccups, CPU)
 }
 
-func (r *trial) run(ctx context.Context) (*Repetition, error) {
-	sp := r.o.Spec
-	topo, err := sp.Topology()
+func (r *repetitionRun) run(ctx context.Context) (*Repetition, error) {
+	t, err := trial.New(r.o.Spec, r.n)
 	if err != nil {
 		return nil, err
 	}
-	seed := sp.Seed + uint64(r.n) - 1
-	plan := sp.Plan(topo, seed)
-	if err := netem.WritePlan(filepath.Join(r.dir, "links.json"), plan); err != nil {
+	st, err := trial.Create(r.dir, t)
+	if err != nil {
 		return nil, err
 	}
-	if sp.Backend == backend.Sim {
-		return r.simulate(ctx, topo, plan, seed)
+	var h *trial.History
+	var herr error
+	if t.Spec.Backend == backend.Sim {
+		h, herr = r.simulate(ctx, t)
+	} else {
+		h, herr = r.execute(ctx, t, st)
 	}
-	r.status("starting %s cluster (%d servers)", sp.Backend, topo.N())
+	if h == nil {
+		return nil, herr
+	}
+	if err := st.Write(h); err != nil {
+		return nil, errors.Join(herr, err)
+	}
+	sum, err := trial.Analyse(r.dir, t, h, r.log)
+	if err != nil {
+		return nil, errors.Join(herr, err)
+	}
+	rep := &Repetition{N: r.n, Dir: r.dir, Summary: sum, Verification: h.Verification}
+	if herr == nil && h.Verification != nil {
+		if err := h.Verification.Err(); err != nil {
+			herr = fmt.Errorf("verification: %w", err)
+		}
+	}
+	if ctx.Err() != nil && t.Spec.Backend != backend.Sim {
+		herr = errors.Join(herr, fmt.Errorf("interrupted at %v: what was measured is in %s", time.Since(r.start).Round(time.Second), r.dir))
+	}
+	return rep, herr
+}
+
+// execute runs t on a real cluster: it starts it, waits for the initial leader, drives
+// the workload while the nemesis plays, and returns the history (nil if the run got
+// nowhere), with what went wrong on the way.
+func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.Store) (*trial.History, error) {
+	sp := t.Spec
+	r.status("starting %s cluster (%d servers)", sp.Backend, t.Topology.N())
 	// The label marks what the backend creates, for `polebench cluster down LABEL`.
 	label := fmt.Sprintf("r%07d", time.Now().UnixNano()/1000%1e7)
-	cl, err := cluster.New(ctx, sp.Backend, cluster.Options{
-		Topology: topo, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, Plan: plan,
-		DataRoot: filepath.Join(r.dir, "data"), PreloadMB: sp.PreloadMB, Label: label, Logger: r.log, Flavor: sp.Flavor,
-		Trace: sp.Flavor != cluster.ZooKeeper, Nodes: sp.Nodes(), WarmUp: r.o.ZooKeeperWarmUp,
-	})
+	cl, err := cluster.New(ctx, sp.Backend, t.Cluster(st.Path("data"), label, r.log, r.o.ZooKeeperWarmUp))
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
@@ -154,19 +179,15 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	r.host = startHostMeter(ctx, cl)
 	defer r.host.stop()
 	servers := cl.Servers()
-	if err := writeJSON(filepath.Join(r.dir, "servers.json"), map[string]any{"servers": servers, "links": cl.Links(), "backend": sp.Backend, "flavor": sp.Flavor, "label": label}); err != nil {
+	h := &trial.History{Backend: sp.Backend, Flavor: sp.Flavor, Label: label, Links: cl.Links(), Servers: servers}
+	if err := st.WriteServers(h); err != nil {
 		return nil, err
 	}
 	if err := r.waitInitialLeader(ctx, cl); err != nil {
 		return nil, err
 	}
 
-	w, err := workload.New(workload.Config{
-		Servers: workloadServers(servers), Rates: sp.RatesByDC(), Arrival: workload.Arrival(sp.Workload.Arrival),
-		Seed: seed, Duration: sp.Duration, PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys,
-		SessionsPerServer: sp.Workload.SessionsPerServer,
-		RecordsPath:       filepath.Join(r.dir, "requests.csv.gz"), Log: r.log.With("part", "workload"),
-	})
+	w, err := workload.New(t.Workload(servers, st.RecordsPath(), r.log.With("part", "workload")))
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +202,7 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
-		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, target{cl}, sp.FaultSchedule(), r.observer(cl, w, servers))
+		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, target{cl}, t.Faults, r.observer(cl, w, servers))
 	}()
 	progDone := make(chan struct{})
 	go func() {
@@ -208,48 +229,29 @@ func (r *trial) run(ctx context.Context) (*Repetition, error) {
 	r.nodes.collect(actx, cl)
 	r.host.collect(actx, cl)
 	r.traces.collect(actx, servers, cl.Alive)
-	if r.anat, err = r.anatomy(r.traces, wres.Records, r.start, topo, plan); err != nil {
-		return nil, err
+	marks, lost := r.traces.result()
+	if lost > 0 {
+		r.log.Warn("trace marks overwritten before they were read", "lost", lost)
 	}
-	tl := analysis.Timeline(r.start, r.harness.records(), r.nodes.all())
-	if err := analysis.WriteEvents(filepath.Join(r.dir, "events.jsonl"), tl); err != nil {
-		return nil, err
-	}
-	if err := writeJSON(filepath.Join(r.dir, "rtts.json"), measuredRTTs(actx, cl)); err != nil {
-		return nil, err
-	}
+	h.Timeline = analysis.Timeline(r.start, r.harness.records(), r.nodes.all())
+	h.Records, h.Marks, h.MarksStart = wres.Records, marks, netem.At(r.start)
+	h.RTTs = measuredRTTs(actx, cl)
+	h.Host = r.host.result(r.start)
 	ver, verr := workload.Verify(actx, w.VerifyConfig(), wres.Records)
-	if ver != nil {
-		if err := writeJSON(filepath.Join(r.dir, "verification.json"), ver); err != nil {
-			return nil, err
-		}
-	}
-	hostIn, err := r.host.write(r.dir, r.start)
-	if err != nil {
-		return nil, err
-	}
-	sum, aerr := r.analyse(tl, wres.Records, ver, hostIn)
-	if aerr != nil {
-		return nil, errors.Join(werr, verr, fmt.Errorf("analysis: %w", aerr))
-	}
+	h.Verification = ver
 	var errs []error
 	if werr != nil {
 		errs = append(errs, fmt.Errorf("workload: %w", werr))
 	}
 	if verr != nil {
 		errs = append(errs, fmt.Errorf("verification: %w", verr))
-	} else if err := ver.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("verification: %w", err))
 	}
-	if ctx.Err() != nil {
-		errs = append(errs, fmt.Errorf("interrupted at %v: what was measured is in %s", time.Since(r.start).Round(time.Second), r.dir))
-	}
-	return &Repetition{N: r.n, Dir: r.dir, Summary: sum, Verification: ver}, errors.Join(errs...)
+	return h, errors.Join(errs...)
 }
 
 // teardown removes the cluster whatever happened, with a context of its own: the
 // caller's may be cancelled (Ctrl-C).
-func (r *trial) teardown(ctx context.Context, cl cluster.Cluster) {
+func (r *repetitionRun) teardown(ctx context.Context, cl cluster.Cluster) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	logs := filepath.Join(r.dir, "logs")
@@ -264,7 +266,7 @@ func (r *trial) teardown(ctx context.Context, cl cluster.Cluster) {
 }
 
 // waitInitialLeader waits until the spec's initial leader leads and every server serves.
-func (r *trial) waitInitialLeader(ctx context.Context, cl cluster.Cluster) error {
+func (r *repetitionRun) waitInitialLeader(ctx context.Context, cl cluster.Cluster) error {
 	want := r.o.Spec.InitialLeader
 	lctx, cancel := context.WithTimeout(ctx, r.o.LeaderTimeout)
 	defer cancel()
@@ -280,29 +282,4 @@ func (r *trial) waitInitialLeader(ctx context.Context, cl cluster.Cluster) error
 	}
 	r.status("p%d leads; preparing the workload", leader)
 	return nil
-}
-
-// analyse writes summary.json, the series, histograms and the plot.
-func (r *trial) analyse(tl []analysis.Record, recs []workload.Record, ver *workload.Verification, host *analysis.HostInput) (*analysis.Summary, error) {
-	sp := r.o.Spec
-	ev := analysis.FindEvents(tl, analysis.Events{WarmupEnd: sp.Workload.Warmup, End: sp.Duration, InitialLeader: sp.InitialLeader})
-	in := analysis.Input{Records: recs, Events: ev, OfferedRate: sp.Rates.Total, PayloadBytes: sp.Workload.PayloadBytes, Host: host}
-	if a := r.anat; a != nil {
-		in.Paths, in.PathModel, in.Join = a.paths, a.model, &a.join
-	}
-	for _, o := range sp.Outdate {
-		in.Outdated = append(in.Outdated, o.Server)
-	}
-	if pred, err := sp.Model(); err != nil {
-		r.log.Warn("no model prediction", "err", err)
-	} else {
-		p := analysis.Predict(pred, sp.Oracle.Name, sp.RatesByDC(), ev, sp.CrashAt > 0)
-		in.Model, in.ModelNote = p.MS, p.Note
-	}
-	if ver != nil {
-		in.LostAcknowledgedWrites = ver.LostAcknowledgedWrites
-	}
-	title := fmt.Sprintf("%s: %s oracle, p%d killed at %v", sp.Name, sp.Oracle.Name, sp.InitialLeader, sp.CrashAt)
-	sum, _, err := analysis.Report(r.dir, in, 500*time.Millisecond, analysis.PlotOptions{Title: title, YMaxMS: analysis.YClip(in.Model)})
-	return sum, err
 }

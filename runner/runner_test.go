@@ -101,6 +101,7 @@ func runSpec(t *testing.T, s *spec.Spec) (*analysis.Summary, string) {
 		}
 	}
 	checkHostCSV(t, s, res.Dir)
+	checkAnalyze(t, res.Dir)
 	return sum, res.Dir
 }
 
@@ -621,6 +622,9 @@ func TestSimDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if seed == "8" {
+			checkAnalyze(t, res.Dir)
+		}
 		return b
 	}
 	a, b, c := run("7"), run("7"), run("8")
@@ -636,9 +640,11 @@ func TestSimDeterministic(t *testing.T) {
 // write one at a time, and Run hands them on in order.
 func TestSimRepetitionsInParallel(t *testing.T) {
 	s := specFor(t, "two-dc", "backend=sim", "repetitions=3", "duration=20s", "crash-at=10s")
+	var dir string // the last set's
 	files := func(jobs int) map[string][]byte {
 		var order []int
-		res, err := Run(t.Context(), Options{Spec: s, Out: t.TempDir(), Jobs: jobs, Progress: progress.NewPlain(io.Discard),
+		dir = t.TempDir()
+		res, err := Run(t.Context(), Options{Spec: s, Out: dir, Jobs: jobs, Progress: progress.NewPlain(io.Discard),
 			OnRun: func(r Repetition) { order = append(order, r.N) }})
 		if err != nil {
 			t.Fatal(err)
@@ -655,6 +661,7 @@ func TestSimRepetitionsInParallel(t *testing.T) {
 		return out
 	}
 	one, all := files(1), files(0)
+	checkAnalyze(t, dir)
 	for f := range one {
 		if !bytes.Equal(one[f], all[f]) {
 			t.Errorf("%s differs between one at a time and %d at once", f, Parallelism(0, s))

@@ -5,16 +5,14 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/sim"
+	"github.com/polebench/polebench/trial"
 )
 
 // BenchmarkSimulated is what a simulated repetition of two-dc (120 s, the CLI's run)
@@ -23,13 +21,12 @@ import (
 // what repetitions running on every core pay (go test ./runner -run - -bench Simulated).
 func BenchmarkSimulated(b *testing.B) {
 	s := specFor(b, "two-dc", "backend=sim", "duration=120s", "crash-at=60s")
-	topo, err := s.Topology()
+	t, err := trial.New(s, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan := s.Plan(topo, s.Seed)
-	o := Options{Spec: s, Log: slog.New(slog.DiscardHandler), Progress: progress.NewPlain(io.Discard)}
-	res, err := sim.Run(context.Background(), simConfig(s, topo, plan, s.Seed, o.Log))
+	log := slog.New(slog.DiscardHandler)
+	res, err := sim.Run(context.Background(), t.Sim(log))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,11 +35,15 @@ func BenchmarkSimulated(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		r := &trial{o: o, n: 1, dir: filepath.Join(dir, fmt.Sprint(n)), log: o.Log}
-		if err := os.Mkdir(r.dir, 0o755); err != nil {
+		st, err := trial.Create(filepath.Join(dir, fmt.Sprint(n)), t)
+		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := r.simulated(res, topo, plan); err != nil {
+		h := Simulated(t, res)
+		if err := st.Write(h); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := trial.Analyse(st.Dir(), t, h, log); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -123,3 +123,35 @@ func digest(t *datatree.Tree) string {
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)[:8])
 }
+
+// A check's runs are short and lightly loaded unless chosen otherwise: the faults are
+// the point, not the latency.
+const (
+	CheckDuration    = 10 * time.Second
+	CheckLoad        = 200.0 // req/s in all, split over the DCs as the spec splits it
+	MinCheckDuration = 5 * time.Second
+)
+
+// ForCheck makes cfg, a spec's run, a check's run with its seed's random schedule
+// (RandomFaults): CheckDuration long unless keepDuration, at CheckLoad unless keepRates.
+func ForCheck(cfg Config, keepDuration, keepRates bool) (Config, error) {
+	if !keepDuration {
+		cfg.Duration = CheckDuration
+	}
+	if !keepRates {
+		total := 0.0
+		for _, r := range cfg.Rates {
+			total += r
+		}
+		rates := make(map[string]float64, len(cfg.Rates))
+		for dc, r := range cfg.Rates {
+			rates[dc] = r * CheckLoad / total
+		}
+		cfg.Rates = rates
+	}
+	if cfg.Duration < MinCheckDuration {
+		return cfg, fmt.Errorf("--duration %v: random schedules need at least %v (faults from 1 s, everything back 2 s before the end)", cfg.Duration, MinCheckDuration)
+	}
+	cfg.Faults = RandomFaults(cfg.Topology, cfg.Seed, cfg.Duration)
+	return cfg, nil
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/trial"
 )
 
 const netemSummary = "Say whether this kernel can run tc-netem (probe), or apply, show and clear the spec's link plan on a running netns cluster"
@@ -34,15 +35,14 @@ func runNetem(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		topo, err := spec.Topology()
+		t, err := trial.New(spec, 1)
 		if err != nil {
 			return err
 		}
-		plan := spec.Plan(topo, spec.Seed)
-		if err := cluster.NetnsApply(ctx, *label, plan); err != nil {
+		if err := cluster.NetnsApply(ctx, *label, t.Plan); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "applied %d links\n", len(plan.Links))
+		fmt.Fprintf(stdout, "applied %d links\n", len(t.Plan.Links))
 	case "show":
 		if _, err := parseInterleaved(fs, args); err != nil {
 			return flagError(err)

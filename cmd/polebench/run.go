@@ -15,6 +15,7 @@ import (
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
+	"github.com/polebench/polebench/trial"
 )
 
 const runSummary = "Run an experiment end to end: start the spec's cluster, let the initial leader lead, drive the workload, kill the leader at crash_at, verify every acknowledged write, and write the run directory (data, summary.json, latency.png)"
@@ -79,18 +80,13 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	topo, err := spec.Topology()
+	t, err := trial.New(spec, 1)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	plan := spec.Plan(topo, spec.Seed)
-	cl, err := cluster.New(ctx, spec.Backend, cluster.Options{
-		Topology: topo, Oracle: spec.Oracle, InitialLeader: spec.InitialLeader, Plan: plan,
-		DataRoot: *dataRoot, PreloadMB: spec.PreloadMB, Label: "up", Flavor: spec.Flavor, Nodes: spec.Nodes(),
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	cl, err := cluster.New(ctx, spec.Backend, t.Cluster(*dataRoot, "up", slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), 0))
 	if err != nil {
 		return err
 	}

@@ -1,19 +1,18 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/runner"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
-	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/trial"
 )
 
 const simSummary = "Check the replica's safety under random faults in the simulator: for each seed, draw kills, restarts and a partition, run the spec in virtual time and check that no acknowledged write is lost, the history is linearizable and every server ends with the same state"
@@ -44,44 +43,29 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	if *seeds < 1 {
 		return fmt.Errorf("--seeds %d: want at least 1", *seeds)
 	}
-	// Unless the user chose otherwise, short runs at a light load (200 req/s in all,
-	// split as the spec splits it): the faults are the point.
 	chose := map[string]bool{}
 	for _, s := range *sets {
 		chose[s.Name] = true
 	}
-	if !chose["duration"] {
-		sp.Duration = 10 * time.Second
-	}
-	rates := sp.RatesByDC()
-	if !chose["rate"] {
-		total := 0.0
-		for _, r := range rates {
-			total += r
+	cfgOf := func(seed uint64) (*trial.Test, sim.Config, error) {
+		t, err := trial.Seeded(sp, seed)
+		if err != nil {
+			return nil, sim.Config{}, err
 		}
-		for dc, r := range rates {
-			rates[dc] = r * 200 / total
-		}
+		c := t.Sim(nil)
+		c.Trace, c.DiskLatency = false, *disk
+		c, err = sim.ForCheck(c, chose["duration"], chose["rate"])
+		t.Faults = c.Faults
+		return t, c, err
 	}
-	if sp.Duration < 5*time.Second {
-		return fmt.Errorf("--duration %v: random schedules need at least 5s (faults from 1 s, everything back 2 s before the end)", sp.Duration)
-	}
-	topo, err := sp.Topology()
-	if err != nil {
+	if _, _, err := cfgOf(*from); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	cfgOf := func(seed uint64) sim.Config {
-		return sim.Config{
-			Topology: topo, Plan: sp.Plan(topo, seed), Oracle: sp.Oracle, InitialLeader: sp.InitialLeader,
-			PreloadMB: sp.PreloadMB, Faults: sim.RandomFaults(topo, seed, sp.Duration), Rates: rates,
-			Arrival: workload.Arrival(sp.Workload.Arrival), Seed: seed, Duration: sp.Duration,
-			PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys, DiskLatency: *disk,
-		}
-	}
 	type outcome struct {
 		seed          uint64
+		test          *trial.Test
 		cfg           sim.Config
 		res           *sim.Result
 		unsafe, stuck error
@@ -94,9 +78,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	var stuck []uint64
 	pool.Ordered(ctx, *seeds, workers, func(i int) outcome {
 		seed := *from + uint64(i)
-		cfg := cfgOf(seed)
+		t, cfg, _ := cfgOf(seed) // its error is the first seed's, returned above
 		res, unsafe, stuck := sim.Check(ctx, cfg)
-		return outcome{seed, cfg, res, unsafe, stuck}
+		return outcome{seed, t, cfg, res, unsafe, stuck}
 	}, func(_ int, o outcome) {
 		done++
 		if ctx.Err() != nil {
@@ -111,7 +95,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 			dir := filepath.Join(*out, fmt.Sprintf("seed-%d", o.seed))
 			line.Note("seed %d FAILED: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench sim check %s --from %d --seeds 1",
 				o.seed, o.unsafe, o.cfg.Faults, dir, sp.Name, o.seed)
-			if werr := writeCheck(dir, o.res, o.cfg.Faults); werr != nil {
+			if werr := writeCheck(dir, o.test, o.res); werr != nil {
 				line.Note("  (could not write it: %v)", werr)
 			}
 		}
@@ -132,36 +116,15 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// writeCheck writes what a failing seed's run left: its records, events, verification
-// and fault schedule.
-func writeCheck(dir string, res *sim.Result, faults any) error {
+// writeCheck writes what a failing seed's run left: its history as any simulated
+// run's, its fault schedule and its servers' state digests.
+func writeCheck(dir string, t *trial.Test, res *sim.Result) error {
 	if res == nil {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	w, err := workload.CreateRecords(filepath.Join(dir, "requests.csv.gz"))
+	st, err := trial.Create(dir, t)
 	if err != nil {
 		return err
 	}
-	if err := w.Write(res.Records...); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if err := analysis.WriteEvents(filepath.Join(dir, "events.jsonl"), res.Timeline); err != nil {
-		return err
-	}
-	for name, v := range map[string]any{"verification.json": res.Verification, "faults.json": faults, "digests.json": res.Digests} {
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(st.Write(runner.Simulated(t, res)), st.WriteJSON("faults.json", t.Faults), st.WriteJSON("digests.json", res.Digests))
 }
