@@ -55,7 +55,7 @@ nightly: build
 
 ## bench: poled against Apache ZooKeeper on loopback (polebench bench): 3 and 5 servers,
 ## fsync off and on, 32 clients, 1 kB setData, closed loop, 3 windows of 15 s each after
-## a 10 s warm-up per cluster; the README's "poled vs ZooKeeper" table. BENCH_FLAGS for more.
+## a 10 s warm-up per cluster; docs/performance.md's "poled vs ZooKeeper" table. BENCH_FLAGS for more.
 BENCH_FLAGS ?= --servers 3,5 --fsync off,on
 bench: build
 	$(BIN) bench --flavor poled,zookeeper $(BENCH_FLAGS)

@@ -108,8 +108,8 @@ func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Pa
 	// (F) from the one whose ACK completed the quorum. The three sets of kinds are
 	// disjoint, so one array per acknowledged zxid holds them all, with S, L and F:
 	// a pass over the marks finds L and F, a second files each mark its zxid's server
-	// needs. A 120 s run leaves 2 million marks: joined in 0.02 s (by arrays per server
-	// and zxid 0.06 s, by a map per zxid 0.37 s).
+	// needs. A long run leaves millions of marks, and one table beats arrays per server
+	// and zxid, and those a map per zxid, by far (docs/performance.md).
 	var at zxidTable[joinEntry]
 	for i := range recs {
 		if recs[i].Outcome == workload.OK {

@@ -17,7 +17,7 @@ import (
 func joinReference(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Path, JoinStats) {
 	// Per server and zxid, the instant of each trace.Kind: a write leaves about four
 	// marks on each server. Zxids are dense within an epoch, so the index is a slice
-	// per epoch, not a map of a million keys (a 120 s run's join took 0.37 s by map).
+	// per epoch, not a map of a million keys (far slower: docs/performance.md).
 	at := map[int]*refZxidIndex{}
 	leader, peer := &refZxidIndex{}, &refZxidIndex{} // [0]: the proposing leader, the deciding follower
 	for s, ms := range marks {

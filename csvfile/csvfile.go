@@ -59,9 +59,8 @@ const level = 2
 
 // Create creates path, compressed if its name ends in .gz: at a fast level of
 // klauspost's gzip, since these files are written while a run waits (a simulated run's
-// in a fraction of a second). A simulated two-dc run's 23 MB phases.csv took 108 ms
-// against the standard library's 214 ms at its fastest level, and came to 5.7 MB
-// against 7.1 (BenchmarkGzip compares the two on rows like it).
+// in a fraction of a second): faster than the standard library's fastest level, and
+// smaller (BenchmarkGzip compares the two on rows like it; docs/performance.md).
 func Create(path string) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {

@@ -103,8 +103,8 @@ type ladder struct {
 func (l *ladder) estimate(o Options) time.Duration { return o.Duration + l.overhead }
 
 // initialOverhead is the guess before a target's first run: a local poled cluster
-// starts, prepares, verifies and analyses in 2-3 s here; five JVMs start in about 10 s
-// on two cores, then warm up.
+// starts, prepares, verifies and analyses in seconds; five JVMs take longer to start,
+// then warm up (what this guess came from: docs/performance.md).
 func (l *ladder) initialOverhead(o Options) time.Duration {
 	switch {
 	case l.t.Flavor == backend.FlavorZooKeeper:

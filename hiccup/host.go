@@ -278,8 +278,8 @@ func parsePressure(b []byte) float64 {
 }
 
 // watched is a watched process's schedstat files, one per thread, kept open: reading
-// an open file again is one system call, opening it three (2 µs of CPU a thread here
-// against 9: with five JVMs of 40-60 threads each, 0.5 ms per sample instead of 2).
+// an open file again is one system call, opening it three, and five JVMs have hundreds
+// of threads between them (docs/performance.md has what it saves).
 type watched struct {
 	pid   int
 	files map[int]*os.File // by thread id

@@ -59,8 +59,8 @@ var clockBase = sync.OnceValue(func() (best struct {
 })
 
 // Waker sleeps until an instant of Now with the kernel timer's precision (Go's own
-// timers fire 0.2-1 ms late: 5-20 % of a 5 ms one-way delay), also when every P of
-// the process is busy. One per goroutine.
+// timers can fire up to a millisecond late, a large share of a short one-way delay),
+// also when every P of the process is busy. One per goroutine.
 type Waker struct{ t *wakeTimer }
 
 // NewWaker returns a Waker; Close releases it.

@@ -614,9 +614,10 @@ func (n *Node) sendZabNow(m zab.Message) {
 
 // sendSnapshot streams this server's state as it is before this Ready's commits (the
 // SNAP's zxid) to the peer, from another goroutine, so the loop keeps committing: the
-// tree's View costs Apply a few milliseconds even at 250 MB. Until the last chunk is
-// queued, whatever else the loop sends that peer waits in n.held, so the peer's FIFO
-// order stays the protocol's; the user-space link paces the chunks at window / RTT.
+// tree's View is copy-on-write and costs Apply little, however large the state.
+// Until the last chunk is queued, whatever else the loop sends that peer waits in
+// n.held, so the peer's FIFO order stays the protocol's; the user-space link paces
+// the chunks at window / RTT.
 func (n *Node) sendSnapshot(m zab.Message, v *datatree.View) {
 	if q, busy := n.held[m.To]; busy {
 		n.held[m.To] = append(q, heldSend{send: func() { n.streamSnapshot(m, v) }, drop: v.Close})

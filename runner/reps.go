@@ -25,11 +25,11 @@ func Parallelism(jobs int, sps ...*spec.Spec) int {
 	return pool.Workers(most, jobs)
 }
 
-// simMemory bounds what a simulated run holds at its peak, from `/usr/bin/time -f %M
-// bin/polebench run SPEC --backend sim --repetitions R`: one run of two-dc 340 MB,
-// of three-dc-dep1 420 MB; five servers with 50, 100 and 250 MB preloaded (each
-// server's tree, its snapshot and a spare) 1.5, 2.0 and 4.7 GB, two at once 10.0 GB,
-// and four on two cores 14.5 GB (the heap grows to twice what all of them hold).
+// simMemory bounds what a simulated run holds at its peak: a base, and per server
+// what it preloaded several times over (its tree, its snapshot and a spare), with room
+// for the heap's growth when runs overlap (the heap grows to twice what all of them
+// hold). The peaks it was fitted to, measured with `/usr/bin/time -f %M bin/polebench
+// run SPEC --backend sim --repetitions R`, are in docs/performance.md.
 func simMemory(sp *spec.Spec) uint64 {
 	return 512<<20 + uint64(sp.N())*uint64(max(sp.PreloadMB, 0))*6<<20
 }

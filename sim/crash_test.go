@@ -17,8 +17,8 @@ import (
 // between two Readies, as on the local backend). The proposal is then on every link:
 // 0.05 ms from the leader's LAN neighbours p3 and p4, 10.4 ms from p1 and p2. Every
 // follower must get it, the neighbours first, and the neighbours enter the election
-// with a zxid no lower than the far followers' (issue 26: on the local backend p4 once
-// entered it a transaction behind p1-p3, and history elected p3). These are the crash
+// with a zxid no lower than the far followers' (docs/crash.md: on the local backend p4
+// once entered it a transaction behind p1-p3, and history elected p3). These are the crash
 // semantics the real backends share (transport.Die, replica.Node.Stop): what departed
 // before the death reaches every peer, and the peers hear of the death after it.
 func TestKillRightAfterProposal(t *testing.T) {

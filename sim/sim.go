@@ -79,38 +79,36 @@ type Config struct {
 	ackBeforeWrite bool
 }
 
-// The per-hop costs, from the latency anatomy of the local backend on this project's
-// 2-core machine, quiet (bin/polebench run two-dc --duration 30s --crash-at 15s
-// --repetitions 1, twice; summary.json's anatomy.*.phases_ms):
-//   - DefaultServiceTime: a client request from the client port to the loop (intake
-//     0.03-0.05 ms), charged as the serving server's CPU, so requests queue behind it;
+// The per-hop costs, from the latency anatomy of the local backend on a quiet machine
+// (summary.json's anatomy.*.phases_ms; the command, the machine and the phases
+// measured are in docs/performance.md, "The simulator's costs"):
+//   - DefaultServiceTime: a client request from the client port to the loop (the
+//     anatomy's intake), charged as the serving server's CPU, so requests queue behind it;
 //   - DefaultClientDelay: the client library and socket each way (to_server and
-//     to_client 0.09-0.13 ms);
-//   - DefaultHopDelay: a server acting on a peer's message (leader 0.06-0.15 ms,
-//     quorum_follower 0.14-0.20, commit 0.10-0.11, apply 0.06-0.16): goroutine
-//     hand-offs, decoding, the loop.
+//     to_client);
+//   - DefaultHopDelay: a server acting on a peer's message (leader, quorum_follower,
+//     commit, apply): goroutine hand-offs, decoding, the loop.
 //
-// The anatomy's send lag (0.15-0.20 ms) is the harness's pacer, which the simulator's
-// clients do not have.
+// The anatomy's send lag is the harness's pacer, which the simulator's clients do not
+// have.
 const (
 	DefaultServiceTime = 40 * time.Microsecond
 	DefaultClientDelay = 100 * time.Microsecond
 	DefaultHopDelay    = 100 * time.Microsecond
 )
 
-// DefaultDiskLatency is a write to the log with fsync off, as poled's runs keep it:
-// 9 µs per 1 kB append (go test ./storage -run XXX -bench LogAppend, this project's
-// 2-core machine). SyncDiskLatency is the same with fsync on (0.95 ms).
+// DefaultDiskLatency is a write to the log with fsync off, as poled's runs keep it: a
+// 1 kB append as go test ./storage -run XXX -bench LogAppend measured it.
+// SyncDiskLatency is the same with fsync on (docs/performance.md).
 const (
 	DefaultDiskLatency = 9 * time.Microsecond
 	SyncDiskLatency    = 950 * time.Microsecond
 )
 
-// DefaultSnapshotWriteRate and DefaultSnapshotLoadRate: a 250 MB snapshot written to
-// its file at 546 MB/s (go test ./storage -run XXX -bench SnapshotWrite -benchtime=1x
-// -snapmb=250), a 100 MB one loaded into a tree at 311 MB/s (go test ./datatree -run
-// XXX -bench ReadSnapshot -benchtime=1x -snapmb=100), this project's 2-core machine,
-// quiet.
+// DefaultSnapshotWriteRate and DefaultSnapshotLoadRate, bytes per second: a snapshot
+// written to its file (go test ./storage -run XXX -bench SnapshotWrite -benchtime=1x
+// -snapmb=250) and loaded into a tree (go test ./datatree -run XXX -bench ReadSnapshot
+// -benchtime=1x -snapmb=100), as measured on a quiet machine (docs/performance.md).
 const (
 	DefaultSnapshotWriteRate = 546e6
 	DefaultSnapshotLoadRate  = 311e6

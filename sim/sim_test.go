@@ -46,7 +46,7 @@ func meanMS(recs []workload.Record, dc string, from, to time.Duration) float64 {
 // TestTwoDC: the 2DC run elects p4 after p5's crash, loses nothing, and its per-DC
 // means sit just above the model's (20.9 / 0.2 ms before, 41.5 / 20.8 after): never
 // below it, at most 1 ms above, for the simulator charges jitter, order and the
-// servers' and clients' costs measured on the local backend (0.55-0.6 ms), nothing
+// servers' and clients' costs measured on the local backend (sim.Default*), nothing
 // else.
 func TestTwoDC(t *testing.T) {
 	res, err := Run(context.Background(), config(t, "two-dc", 20*time.Second, 10*time.Second, 1))
@@ -124,8 +124,8 @@ var (
 
 // BenchmarkRunLarge: 45 servers in 9 data centers on a ring (10 ms of RTT per step)
 // at 10,000 req/s (-large-rate) for 20 s (-large-duration), a layout no single machine
-// could emulate. Every write is 44 PROPOSALs, 44 ACKs and 44 COMMITs: at 10,000 req/s
-// it runs at half of real time (0.53x), at 3,000 req/s 1.7x, at 1,000 req/s 5.3x
+// could emulate. Every write is 44 PROPOSALs, 44 ACKs and 44 COMMITs; how fast it runs
+// against real time at each rate is in docs/performance.md
 // (go test ./sim -run XXX -bench RunLarge -benchtime 1x -large-rate N).
 func BenchmarkRunLarge(b *testing.B) {
 	var y strings.Builder
@@ -153,7 +153,7 @@ func BenchmarkRunLarge(b *testing.B) {
 	benchRun(b, cfg)
 }
 
-// BenchmarkRun: a 120 s two-dc run at 1000 req/s; the goal is at most 2 s.
+// BenchmarkRun: a 120 s two-dc run at 1000 req/s; the goal is at most 2 s.
 func BenchmarkRun(b *testing.B) {
 	benchRun(b, config(b, "two-dc", *runDuration, *runDuration/2, 1))
 }

@@ -13,7 +13,7 @@ import (
 // that had departed reaches every peer, however far its streams' goroutines had got
 // with them (here 4 peers x 2000 messages, sent at once and then the sender dies), and
 // each peer hears the close after them. Before, a stream whose goroutine had not
-// written a message when the transport closed dropped it, peer by peer (issue 26).
+// written a message when the transport closed dropped it, peer by peer (docs/crash.md).
 func TestDeathDeliversWhatDepartedToEveryPeer(t *testing.T) {
 	const k = 2000
 	ts := cluster(t, 5, func(c *Config) {
@@ -135,7 +135,7 @@ func TestDeathKeepsOnlyWhatDeparted(t *testing.T) {
 // its data before the FIN. Here the peer's messages take 50 ms on the link and the
 // news of the break only 1 ms; before, a follower heard first that the stream to its
 // leader broke, resynced (dropping the proposals still arriving) and entered the
-// election behind followers a WAN away (issue 26).
+// election behind followers a WAN away (docs/crash.md).
 func TestBreakReportedAfterPeerStream(t *testing.T) {
 	const delay = 50 * time.Millisecond
 	ts := cluster(t, 2, func(c *Config) {

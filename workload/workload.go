@@ -729,7 +729,7 @@ func (p *pinnedHost) Connected()          { p.fails = 0 }
 // leader and is syncing). Whatever it is, it is added to the recovery measured (the
 // first request after a leader change waits for a session to come back): the client's
 // own pace, a whole second after each round of failures, would add up to a second, and
-// 100 ms added 0-100 ms (recovery 155 ms where the replicas took 50). 20 ms keeps the
+// any pace adds up to itself (docs/performance.md has what 100 ms did). 20 ms keeps the
 // harness's share small at a few hundred refused dials a second while servers elect.
 const reconnectEvery = 20 * time.Millisecond
 

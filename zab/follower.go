@@ -21,8 +21,8 @@ type followerState struct {
 	acked       Zxid
 	// resyncReason and resyncs count the resyncs in a row for one reason without
 	// reaching broadcast, so a follower cut from its leader logs it once, not at
-	// every retry (one line every 11 ms in a 250 MB run's log, while an outdated
-	// server's link was cut).
+	// every retry (a line every few milliseconds in a long sync's log, while an
+	// outdated server's link was cut).
 	resyncReason string
 	resyncs      int
 }

@@ -295,9 +295,10 @@ func (c *conn) reader() error {
 // prepare fills a pipeline item from a decoded request: the state change of a
 // write, or the function that runs anything else.
 func (c *conn) prepare(it *item, req zkproto.Message) {
-	// Before, a ping held back the session's later writes for a write's round trip:
-	// every third of a session timeout, ~2 % of a busy session's writes waited 40-80 ms
-	// (ZooKeeper forwards them at once; only its reads wait for the writes before them).
+	// Before, a ping held back the session's later writes for a write's round trip,
+	// every third of a session timeout (docs/performance.md has what that cost a busy
+	// session). ZooKeeper forwards them at once; only its reads wait for the writes
+	// before them.
 	defer func() { it.barrier = it.op == nil && it.hdr.Type != zkproto.OpPing }()
 	it.op, it.run = c.prepareOp(it.hdr, req)
 	if it.op != nil || it.run != nil {

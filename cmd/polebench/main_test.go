@@ -146,27 +146,6 @@ func TestCLIErrors(t *testing.T) {
 	}
 }
 
-// The README's and docs' relative links resolve in a clone of the repository.
-func TestDocLinksResolve(t *testing.T) {
-	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
-	for _, doc := range []string{"../../README.md", "../../docs/architecture.md", "../../docs/paper-facts.md"} {
-		b, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
-			n++
-			if _, err := os.Stat(filepath.Join(filepath.Dir(doc), m[1])); err != nil {
-				t.Errorf("%s links to %s, which is not in the repository", doc, m[1])
-			}
-		}
-		if doc == "../../README.md" && n == 0 {
-			t.Error("the README links to no document: the check checked nothing")
-		}
-	}
-}
-
 // TestSimCheckCLI: `polebench sim check` runs its seeds on every core and reports
 // them all, and refuses a schedule it cannot draw.
 func TestSimCheckCLI(t *testing.T) {

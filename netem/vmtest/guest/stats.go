@@ -93,8 +93,8 @@ const (
 	// in 10^4 pairs; normal or uniform jitter passes it in well under 1 %).
 	minSamples = 100
 	// Only jitter this large (sum of both directions) is checked for shape: the
-	// intra-DC links' 2 µs is below the VM's own noise (about 1 µs on the virtual
-	// clock of -icount; tens of µs on kvm).
+	// intra-DC links' 2 µs is below the VM's own timing noise (docs/performance.md,
+	// kernel links in the VM).
 	shapeMinJitter = 100 * time.Microsecond
 	// For a round trip (two Pareto draws) p95 - median is about 4 times
 	// median - p5; for uniform or normal jitter, 1. Ask for clearly more than 1.
