@@ -28,10 +28,10 @@ reproduce: build
 
 ## nightly: the nightly benchmarks (nightly/suite.yaml, docs/nightly.md): two-dc on the
 ## local, netns, docker and swarm backends, a three-DC point, ZooKeeper beside poled, a
-## recovery point, poled vs ZooKeeper, and the simulator; about 38 minutes planned on a
-## 2-core box (root, a Docker engine, a swarm manager and Java needed: an entry missing
-## one fails, it is not skipped). NIGHTLY_FLAGS=--quick runs the reduced set (about 10
-## minutes) with a history of its own; NIGHTLY_FLAGS="--set intra-dc-rtt=3" plants a
+## recovery point, poled vs ZooKeeper, and the simulator (its planned length is printed
+## first; root, a Docker engine, a swarm manager and Java needed: an entry missing one
+## fails, it is not skipped). NIGHTLY_FLAGS=--quick runs the reduced set with a history
+## of its own; NIGHTLY_FLAGS="--set intra-dc-rtt=3" plants a
 ## regression (never added to the history). bench.json and fidelity.md in NIGHTLY_DIR,
 ## compared with the last NIGHTLY_K nights of NIGHTLY_HISTORY (compare.md for a CI
 ## summary), then added to the history and plotted (NIGHTLY_PLOTS). Fails on a missed
