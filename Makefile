@@ -28,9 +28,9 @@ reproduce: build
 
 ## nightly: the nightly benchmarks (nightly/suite.yaml, docs/nightly.md): two-dc on the
 ## local, netns, docker and swarm backends, a three-DC point, ZooKeeper beside poled, a
-## recovery point, poled vs ZooKeeper, and the simulator (its planned length is printed
-## first; root, a Docker engine, a swarm manager and Java needed: an entry missing one
-## fails, it is not skipped). NIGHTLY_FLAGS=--quick runs the reduced set with a history
+## recovery point, poled vs ZooKeeper, and the simulator (each entry prints its planned
+## length, the progress line the ETA; root, a Docker engine, a swarm manager and Java: one
+## missing fails its entry, never skips it). NIGHTLY_FLAGS=--quick runs a reduced set with a history
 ## of its own; NIGHTLY_FLAGS="--set intra-dc-rtt=3" plants a
 ## regression (never added to the history). bench.json and fidelity.md in NIGHTLY_DIR,
 ## compared with the last NIGHTLY_K nights of NIGHTLY_HISTORY (compare.md for a CI
