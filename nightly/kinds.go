@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/loadtest"
@@ -37,12 +37,12 @@ type kind struct {
 	// apply resolves e with sets (Resolved or Load); on failure it returns the index of
 	// the setting to blame, or -1 when it is their combination.
 	apply     func(e *Entry, sets []spec.Setting) (int, error)
-	checkGoal func(e Entry, g bench.Goal) error
+	checkGoal func(e Entry, g benchdata.Goal) error
 	planned   func(e Entry) time.Duration
 	where     func(e Entry) string
 	// check says why this machine cannot run the entry, without starting anything.
 	check func(ctx context.Context, e Entry) error
-	// run runs the entry into dir: run directories for bench.Collect, or a bench.json
+	// run runs the entry into dir: run directories for benchdata.Collect, or a bench.json
 	// of its own.
 	run func(ctx context.Context, e Entry, dir string, env runEnv) error
 }
@@ -204,13 +204,13 @@ func applyBench(e *Entry, sets []spec.Setting) (int, error) {
 	return -1, nil
 }
 
-func checkBenchGoal(e Entry, g bench.Goal) error {
+func checkBenchGoal(e Entry, g benchdata.Goal) error {
 	c := e.Load
 	if g.ThroughputRatioMin != nil && !(slices.Contains(c.Flavors, backend.FlavorPoled) && slices.Contains(c.Flavors, backend.FlavorZooKeeper)) {
 		return fmt.Errorf("throughput_ratio_min compares poled with zookeeper: the entry measures %s", strings.Join(c.Flavors, ", "))
 	}
-	if g.NoTrend && c.Repetitions < bench.TrendMinN {
-		return fmt.Errorf("no_trend: %d windows can never show a trend at p < %g (Mann-Kendall needs %d)", c.Repetitions, bench.TrendAlpha, bench.TrendMinN)
+	if g.NoTrend && c.Repetitions < benchdata.TrendMinN {
+		return fmt.Errorf("no_trend: %d windows can never show a trend at p < %g (Mann-Kendall needs %d)", c.Repetitions, benchdata.TrendAlpha, benchdata.TrendMinN)
 	}
 	return nil
 }
@@ -238,7 +238,7 @@ func runBench(ctx context.Context, e Entry, dir string, env runEnv) error {
 		return runErr
 	}
 	// What was measured is kept, also when a later setting failed.
-	table, err := res.Save(dir, bench.Env{})
+	table, err := res.Save(dir, benchdata.Env{})
 	env.line.Note("%s", strings.TrimRight(table, "\n"))
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/loadtest"
 	"github.com/polebench/polebench/progress"
 )
@@ -81,7 +81,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return runErr
 	}
 	// What was measured is kept, also when a later setting failed or ^C stopped it.
-	table, err := res.Save(*out, bench.HostEnv(ctx, version))
+	table, err := res.Save(*out, benchdata.HostEnv(ctx, version))
 	fmt.Fprint(stdout, table)
 	if err != nil {
 		return err

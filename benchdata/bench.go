@@ -1,9 +1,9 @@
-// Package bench is the nightly benchmark's data: bench.json (every sample of every
+// Package benchdata is the nightly benchmark's data: bench.json (every sample of every
 // metric, its unit, which direction is better, and the environment), built from run
 // directories on disk (their summary.json files are the contract), the comparison of two
 // of them with a Mann-Whitney U test and a minimum effect size, and the history of
 // nights with change points.
-package bench
+package benchdata
 
 import (
 	"encoding/json"
