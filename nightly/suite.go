@@ -21,8 +21,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/polebench/polebench/bench"
 	"github.com/polebench/polebench/benchdata"
-	"github.com/polebench/polebench/loadtest"
 	"github.com/polebench/polebench/spec"
 )
 
@@ -63,7 +63,7 @@ type Entry struct {
 	// suite is parsed.
 	Resolved *spec.Spec
 	// Load is a bench entry's write benchmark, checked when the suite is parsed.
-	Load *loadtest.Config
+	Load *bench.Config
 }
 
 // Planned estimates how long the entry runs, for the ETA and the suite's budget.

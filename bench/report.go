@@ -1,4 +1,4 @@
-package loadtest
+package bench
 
 import (
 	"fmt"
@@ -173,7 +173,7 @@ func (r *Result) Save(dir string, env benchdata.Env) (string, error) {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "table.txt"), []byte(table.String()), 0o644); err != nil {
-		return "", fmt.Errorf("loadtest: %w", err)
+		return "", fmt.Errorf("bench: %w", err)
 	}
 	return table.String(), r.Bench(env).WriteFile(filepath.Join(dir, benchdata.FileName))
 }
