@@ -15,6 +15,7 @@ import (
 	"github.com/polebench/polebench/csvfile"
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/zxid"
 )
 
 // The anatomy of a write's latency: the instants it passed on its way, from the
@@ -113,7 +114,7 @@ func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Pa
 	var at zxidTable[joinEntry]
 	for i := range recs {
 		if recs[i].Outcome == workload.OK {
-			at.cover(uint64(recs[i].Zxid))
+			at.cover(zxid.Zxid(recs[i].Zxid))
 		}
 	}
 	at.alloc()
@@ -122,7 +123,7 @@ func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Pa
 	var others map[serverZxid]*serverMarks
 	for i := range recs {
 		if r := &recs[i]; r.Outcome == workload.OK {
-			switch e := at.slot(uint64(r.Zxid)); e.server {
+			switch e := at.slot(zxid.Zxid(r.Zxid)); e.server {
 			case 0:
 				e.server = r.Server
 			case r.Server:
@@ -130,7 +131,7 @@ func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Pa
 				if others == nil {
 					others = map[serverZxid]*serverMarks{}
 				}
-				others[serverZxid{r.Server, uint64(r.Zxid)}] = &serverMarks{}
+				others[serverZxid{r.Server, zxid.Zxid(r.Zxid)}] = &serverMarks{}
 			}
 		}
 	}
@@ -190,7 +191,7 @@ func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Pa
 			continue
 		}
 		st.OK++
-		z := uint64(r.Zxid)
+		z := zxid.Zxid(r.Zxid)
 		e := at.get(z)
 		s, hasS := &e.at, e.has&roleServer != 0
 		if r.Server != e.server {
@@ -265,7 +266,7 @@ var roleOf = [trace.NumKinds]uint8{
 
 type serverZxid struct {
 	server int
-	zxid   uint64
+	zxid   zxid.Zxid
 }
 
 // serverMarks are the S marks of a zxid on a server another record of it names.
@@ -307,13 +308,13 @@ type zxidTable[T any] struct {
 const maxSlots = 1 << 22
 
 type epochTable[T any] struct {
-	epoch  uint32
+	epoch  zxid.Epoch
 	lo, hi int64 // the counters covered
 	dense  []T   // counter lo+i at i
 	sparse map[uint32]*T
 }
 
-func (x *zxidTable[T]) epoch(e uint32) *epochTable[T] {
+func (x *zxidTable[T]) epoch(e zxid.Epoch) *epochTable[T] {
 	if x.last < len(x.epochs) && x.epochs[x.last].epoch == e {
 		return &x.epochs[x.last]
 	}
@@ -327,13 +328,13 @@ func (x *zxidTable[T]) epoch(e uint32) *epochTable[T] {
 }
 
 // cover makes room for z (before alloc).
-func (x *zxidTable[T]) cover(z uint64) {
-	c := int64(uint32(z))
-	if e := x.epoch(uint32(z >> 32)); e != nil {
+func (x *zxidTable[T]) cover(z zxid.Zxid) {
+	c := int64(z.Counter())
+	if e := x.epoch(z.Epoch()); e != nil {
 		e.lo, e.hi = min(e.lo, c), max(e.hi, c)
 		return
 	}
-	x.epochs = append(x.epochs, epochTable[T]{epoch: uint32(z >> 32), lo: c, hi: c})
+	x.epochs = append(x.epochs, epochTable[T]{epoch: z.Epoch(), lo: c, hi: c})
 	x.last = len(x.epochs) - 1
 }
 
@@ -350,23 +351,23 @@ func (x *zxidTable[T]) alloc() {
 }
 
 // slot is z's T, which must have been covered.
-func (x *zxidTable[T]) slot(z uint64) *T {
-	e := x.epoch(uint32(z >> 32))
+func (x *zxidTable[T]) slot(z zxid.Zxid) *T {
+	e := x.epoch(z.Epoch())
 	if e.sparse == nil {
-		return &e.dense[int64(uint32(z))-e.lo]
+		return &e.dense[int64(z.Counter())-e.lo]
 	}
-	a := e.sparse[uint32(z)]
+	a := e.sparse[z.Counter()]
 	if a == nil {
 		a = new(T)
-		e.sparse[uint32(z)] = a
+		e.sparse[z.Counter()] = a
 	}
 	return a
 }
 
 // get is z's T, or nil where nothing was covered.
-func (x *zxidTable[T]) get(z uint64) *T {
-	e := x.epoch(uint32(z >> 32))
-	switch c := int64(uint32(z)); {
+func (x *zxidTable[T]) get(z zxid.Zxid) *T {
+	e := x.epoch(z.Epoch())
+	switch c := int64(z.Counter()); {
 	case e == nil:
 		return nil
 	case e.sparse != nil:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/zxid"
 )
 
 // A write sent to follower p1 with leader p3 (quorum completed by p2's ACK), one sent
@@ -21,7 +22,7 @@ import (
 func anatomyFixture() ([]workload.Record, map[int][]trace.Mark, int64) {
 	const start = 1_000_000_000
 	ms := func(v float64) int64 { return start + int64(v*1e6) }
-	z1, z2, z3 := uint64(1<<32|1), uint64(1<<32|2), uint64(1<<32|3)
+	z1, z2, z3 := zxid.Make(1, 1), zxid.Make(1, 2), zxid.Make(1, 3)
 	recs := []workload.Record{
 		{ID: 1, DC: "D1", Server: 1, Intended: 10 * time.Millisecond, Sent: 10200 * time.Microsecond, Done: 32 * time.Millisecond, Outcome: workload.OK, Zxid: int64(z1)},
 		{ID: 2, DC: "D2", Server: 3, Intended: 11 * time.Millisecond, Sent: 11100 * time.Microsecond, Done: 12 * time.Millisecond, Outcome: workload.OK, Zxid: int64(z2)},
@@ -144,7 +145,7 @@ func TestAnatomize(t *testing.T) {
 // there, one covered but never set is zero.
 func TestZxidTable(t *testing.T) {
 	var x zxidTable[[1]int64]
-	zs := []uint64{0x1_00000005, 0x1_00000003, 0x2_fffffff0, 0x1_00000009, 0x2_00000001, 0x1_00000004}
+	zs := []zxid.Zxid{0x1_00000005, 0x1_00000003, 0x2_fffffff0, 0x1_00000009, 0x2_00000001, 0x1_00000004}
 	for _, z := range zs {
 		x.cover(z)
 	}
@@ -154,15 +155,15 @@ func TestZxidTable(t *testing.T) {
 	}
 	for i, z := range zs {
 		if a := x.get(z); a == nil || a[0] != int64(i+1) {
-			t.Errorf("zxid %#x: %v, want %d", z, a, i+1)
+			t.Errorf("zxid %v: %v, want %d", z, a, i+1)
 		}
 		if x.slot(z)[0] != int64(i+1) {
-			t.Errorf("zxid %#x: slot made it again", z)
+			t.Errorf("zxid %v: slot made it again", z)
 		}
 	}
-	for _, z := range []uint64{0x1_00000002, 0x1_0000000a, 0x3_00000005, 0x2_00000002, 0} {
+	for _, z := range []zxid.Zxid{0x1_00000002, 0x1_0000000a, 0x3_00000005, 0x2_00000002, 0} {
 		if a := x.get(z); a != nil {
-			t.Errorf("zxid %#x: %v, never covered", z, a)
+			t.Errorf("zxid %v: %v, never covered", z, a)
 		}
 	}
 	if a := x.get(0x1_00000006); a == nil || a[0] != 0 {

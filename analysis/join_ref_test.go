@@ -10,6 +10,7 @@ import (
 
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/zxid"
 )
 
 // joinReference is Join as it was before it filed the marks by role in one table per
@@ -24,12 +25,12 @@ func joinReference(recs []workload.Record, marks map[int][]trace.Mark, start int
 		idx := &refZxidIndex{}
 		at[s] = idx
 		for _, m := range ms {
-			idx.slot(m.Zxid)[m.Kind] = m.At
+			idx.slot(uint64(m.Zxid))[m.Kind] = m.At
 			switch m.Kind {
 			case trace.Proposed:
-				leader.slot(m.Zxid)[0] = int64(s)
+				leader.slot(uint64(m.Zxid))[0] = int64(s)
 			case trace.Quorum:
-				peer.slot(m.Zxid)[0] = int64(m.Peer)
+				peer.slot(uint64(m.Zxid))[0] = int64(m.Peer)
 			}
 		}
 	}
@@ -189,7 +190,7 @@ func joinHistory(seed uint64) ([]workload.Record, map[int][]trace.Mark, int64) {
 		if rng.IntN(500) == 0 {
 			at = 0
 		}
-		m := trace.Mark{Zxid: z, At: at, Kind: k, Peer: uint8(peer)}
+		m := trace.Mark{Zxid: zxid.Zxid(z), At: at, Kind: k, Peer: uint8(peer)}
 		marks[s] = append(marks[s], m)
 		if rng.IntN(300) == 0 {
 			m.At += 7 // repeated: the later one counts

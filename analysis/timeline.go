@@ -170,7 +170,7 @@ func FindEvents(tl []Record, base Events) Events {
 		}
 		switch r.Kind {
 		case event.Election:
-			looking[r.Server] = r.Zxid
+			looking[r.Server] = uint64(r.Zxid)
 		case event.Following, event.Leading:
 			delete(looking, r.Server)
 		}
@@ -186,7 +186,7 @@ func FindEvents(tl []Record, base Events) Events {
 			if ev.ElectionZxids == nil {
 				ev.ElectionZxids = map[int]uint64{}
 			}
-			ev.ElectionZxids[r.Server] = r.Zxid
+			ev.ElectionZxids[r.Server] = uint64(r.Zxid)
 		}
 	}
 	return ev

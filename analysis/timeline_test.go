@@ -14,11 +14,12 @@ import (
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/zxid"
 )
 
 // node is a node's event at ms on the run's clock.
-func node(ms float64, server int, kind event.Kind, zxid uint64) Record {
-	return Record{AtMS: ms, Event: event.Event{Server: server, Kind: kind, Zxid: zxid}, Source: SourceNode}
+func node(ms float64, server int, kind event.Kind, z zxid.Zxid) Record {
+	return Record{AtMS: ms, Event: event.Event{Server: server, Kind: kind, Zxid: z}, Source: SourceNode}
 }
 
 func fault(ms float64, k nemesis.Kind, server int, err error) Record {

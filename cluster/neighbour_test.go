@@ -143,7 +143,7 @@ func killLeaders(t *testing.T, kills int, seed uint64) {
 			}
 			for _, e := range c.Node(s.ID).Timeline().Events() {
 				if e.Kind == event.Election && e.TimeNS > killedAt {
-					zxids[s.ID] = e.Zxid
+					zxids[s.ID] = uint64(e.Zxid)
 					break
 				}
 			}

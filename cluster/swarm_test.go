@@ -289,7 +289,7 @@ func TestSwarmTwoEngines(t *testing.T) {
 	if got := dockerRead(t, p4, "/across"); got != "while p4 was down" {
 		t.Errorf("restarted p4 reads %q", got)
 	}
-	t.Logf("p4 restarted on the worker: role %s, last zxid %#x", st.Role, st.LastZxid)
+	t.Logf("p4 restarted on the worker: role %s, last zxid %v", st.Role, st.LastZxid)
 
 	for _, conn := range []*zk.Conn{p1, p3, p4} {
 		conn.Close()

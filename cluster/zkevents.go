@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/zxid"
 )
 
 // A ZooKeeper server's timeline, in the event kinds poled records, so that
@@ -88,10 +89,11 @@ func parseZKLine(id int, line string) (event.Event, bool) {
 	default:
 		if m := zkElectionRe.FindStringSubmatch(msg); m != nil {
 			e.Kind = event.Election
-			e.Zxid, _ = strconv.ParseUint(m[2], 16, 64)
+			z, _ := strconv.ParseUint(m[2], 16, 64)
+			e.Zxid = zxid.Zxid(z)
 		} else if m := zkQuorumRe.FindStringSubmatch(msg); m != nil {
 			z, _ := strconv.ParseUint(m[1], 16, 64)
-			e.Kind, e.Leader, e.Epoch = event.Synced, id, z>>32
+			e.Kind, e.Leader, e.Epoch = event.Synced, id, zxid.Zxid(z).Epoch()
 		} else {
 			return event.Event{}, false
 		}
@@ -210,7 +212,7 @@ func (w *zkWatcher) pollFirstCommit(id int, leading event.Event) {
 			}
 			z, _ := strconv.ParseUint(m[1], 16, 64)
 			if z&0xffffffff != 0 {
-				e := event.Event{TimeNS: sent.UnixNano(), Server: id, Kind: event.FirstCommit, Epoch: z >> 32, Zxid: z, Leader: id}
+				e := event.Event{TimeNS: sent.UnixNano(), Server: id, Kind: event.FirstCommit, Epoch: zxid.Zxid(z).Epoch(), Zxid: zxid.Zxid(z), Leader: id}
 				if first {
 					e.Reason = "the first srvr answer already showed a commit: an upper bound"
 				}

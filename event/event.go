@@ -7,6 +7,9 @@ package event
 import (
 	"sync"
 	"time"
+
+	"github.com/polebench/polebench/pole"
+	"github.com/polebench/polebench/zxid"
 )
 
 // Kind is what happened.
@@ -15,8 +18,8 @@ type Kind string
 // A replica's events.
 const (
 	Started     Kind = "STARTED"      // the node came up; Zxid is the last one it restored
-	Election    Kind = "ELECTION"     // it proposed itself in an election; Zxid is its last zxid
-	Elected     Kind = "ELECTED"      // POLE chose Leader in Epoch
+	Election    Kind = "ELECTION"     // it proposed itself in ElectionEpoch; Zxid is its last zxid
+	Elected     Kind = "ELECTED"      // POLE chose Leader in ElectionEpoch
 	Resign      Kind = "RESIGN"       // the leader resigned for a better one (Sec. 5)
 	Looking     Kind = "LOOKING"      // the broadcast has no leader; Reason says why
 	Following   Kind = "FOLLOWING"    // following Leader
@@ -39,14 +42,22 @@ const (
 
 // Event is one moment of a node's life, stamped with the wall clock so that events
 // of nodes on one host (or one kernel: namespaces, containers) line up.
+//
+// A replica has two epochs: the election's (POLE's, counting its elections) and the
+// broadcast's (Zab's, a leader's term, the high 32 bits of its zxids). An event
+// carries the one of the layer it comes from, in a field of its own.
 type Event struct {
-	TimeNS int64  `json:"time_ns"` // Unix nanoseconds
-	Server int    `json:"server"`
-	Kind   Kind   `json:"kind"`
-	Epoch  uint64 `json:"epoch,omitempty"`
-	Leader int    `json:"leader,omitempty"`
-	Zxid   uint64 `json:"zxid,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	TimeNS int64 `json:"time_ns"` // Unix nanoseconds
+	Server int   `json:"server"`
+	Kind   Kind  `json:"kind"`
+	// ElectionEpoch is the election's epoch: ELECTION, ELECTED, RESIGN.
+	ElectionEpoch pole.Epoch `json:"election_epoch,omitempty"`
+	// Epoch is the broadcast's epoch: LOOKING, FOLLOWING, LEADING, SYNCED,
+	// FIRST_COMMIT (the leader's, once known).
+	Epoch  zxid.Epoch `json:"epoch,omitempty"`
+	Leader int        `json:"leader,omitempty"`
+	Zxid   zxid.Zxid  `json:"zxid,omitempty"`
+	Reason string     `json:"reason,omitempty"`
 }
 
 // Time is the event's wall-clock time.

@@ -24,6 +24,11 @@ func TestTimelineStampsAndKeepsKinds(t *testing.T) {
 	if want := `{"time_ns":100001000005,"server":3,"kind":"FIRST_COMMIT","zxid":8589934593}`; string(b) != want {
 		t.Fatalf("JSON %s, want %s", b, want)
 	}
+	// The election's epoch has a name of its own beside the broadcast's.
+	b, err = json.Marshal(Event{TimeNS: 1, Server: 2, Kind: Elected, ElectionEpoch: 3, Leader: 4})
+	if want := `{"time_ns":1,"server":2,"kind":"ELECTED","election_epoch":3,"leader":4}`; err != nil || string(b) != want {
+		t.Fatalf("JSON %s (%v), want %s", b, err, want)
+	}
 	ev[0].Kind = Failed // a copy
 	if tl.Events()[0].Kind != Leading {
 		t.Fatal("Events returned the timeline's own slice")

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/polebench/polebench/analysis"
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 )
 
 func TestHostVerdict(t *testing.T) {
@@ -29,8 +29,8 @@ func TestHostVerdict(t *testing.T) {
 	for _, c := range []struct{ dir, verdict, note string }{
 		{"quiet", analysis.Trusted, ""},
 		{"busy", "1 of 2 windows trusted (0 degraded, 1 untrusted)", "rep1, after: 97 % of the requests overlapped a stall"},
-		{"sim", bench.HostNotMeasured, ""},
-		{"missing", bench.HostNotMeasured, ""},
+		{"sim", benchdata.HostNotMeasured, ""},
+		{"missing", benchdata.HostNotMeasured, ""},
 	} {
 		if v := hostVerdict(filepath.Join(root, c.dir)); v.Verdict != c.verdict || v.Note != c.note {
 			t.Errorf("%s: %+v, want %q (%q)", c.dir, v, c.verdict, c.note)

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
-	"github.com/polebench/polebench/loadtest"
 	"github.com/polebench/polebench/spec"
 )
 
@@ -24,7 +24,7 @@ const (
 	// KindRun runs the entry's spec with runner.Run, on the spec's backend; its set
 	// is the spec's overrides, as `polebench run` takes them without the dashes.
 	KindRun = "run"
-	// KindBench is the write benchmark of `polebench bench` (package loadtest): poled
+	// KindBench is the write benchmark of `polebench bench` (package bench): poled
 	// against Apache ZooKeeper on loopback; its set is that command's flags without
 	// the dashes, plus zookeeper-warmup.
 	KindBench = "bench"
@@ -37,12 +37,12 @@ type kind struct {
 	// apply resolves e with sets (Resolved or Load); on failure it returns the index of
 	// the setting to blame, or -1 when it is their combination.
 	apply     func(e *Entry, sets []spec.Setting) (int, error)
-	checkGoal func(e Entry, g bench.Goal) error
+	checkGoal func(e Entry, g benchdata.Goal) error
 	planned   func(e Entry) time.Duration
 	where     func(e Entry) string
 	// check says why this machine cannot run the entry, without starting anything.
 	check func(ctx context.Context, e Entry) error
-	// run runs the entry into dir: run directories for bench.Collect, or a bench.json
+	// run runs the entry into dir: run directories for benchdata.Collect, or a bench.json
 	// of its own.
 	run func(ctx context.Context, e Entry, dir string, env runEnv) error
 }
@@ -133,14 +133,14 @@ func plannedRun(e Entry) time.Duration {
 }
 
 // benchSettings are a bench entry's settings: `polebench bench`'s flags.
-var benchSettings = map[string]func(c *loadtest.Config, v string) error{
-	"flavor": func(c *loadtest.Config, v string) error {
-		c.Flavors = loadtest.SplitList(v)
+var benchSettings = map[string]func(c *bench.Config, v string) error{
+	"flavor": func(c *bench.Config, v string) error {
+		c.Flavors = bench.SplitList(v)
 		return nil
 	},
-	"servers": func(c *loadtest.Config, v string) error {
+	"servers": func(c *bench.Config, v string) error {
 		c.Servers = nil
-		for _, s := range loadtest.SplitList(v) {
+		for _, s := range bench.SplitList(v) {
 			n, err := strconv.Atoi(s)
 			if err != nil {
 				return fmt.Errorf("%q is not a number of servers", s)
@@ -149,9 +149,9 @@ var benchSettings = map[string]func(c *loadtest.Config, v string) error{
 		}
 		return nil
 	},
-	"fsync": func(c *loadtest.Config, v string) error {
+	"fsync": func(c *bench.Config, v string) error {
 		c.Fsync = nil
-		for _, s := range loadtest.SplitList(v) {
+		for _, s := range bench.SplitList(v) {
 			switch s {
 			case "on":
 				c.Fsync = append(c.Fsync, true)
@@ -163,13 +163,13 @@ var benchSettings = map[string]func(c *loadtest.Config, v string) error{
 		}
 		return nil
 	},
-	"mode":    func(c *loadtest.Config, v string) error { c.Mode = v; return nil },
-	"rate":    func(c *loadtest.Config, v string) error { return parseFloat(v, &c.Rate) },
-	"clients": func(c *loadtest.Config, v string) error { return parseInt(v, &c.Clients) },
-	"payload": func(c *loadtest.Config, v string) error { return parseInt(v, &c.Payload) },
-	"warmup":  func(c *loadtest.Config, v string) error { return parseDuration(v, &c.Warmup) },
+	"mode":    func(c *bench.Config, v string) error { c.Mode = v; return nil },
+	"rate":    func(c *bench.Config, v string) error { return parseFloat(v, &c.Rate) },
+	"clients": func(c *bench.Config, v string) error { return parseInt(v, &c.Clients) },
+	"payload": func(c *bench.Config, v string) error { return parseInt(v, &c.Payload) },
+	"warmup":  func(c *bench.Config, v string) error { return parseDuration(v, &c.Warmup) },
 	// ZooKeeper's JIT needs a longer warm-up than poled before its windows stop rising.
-	"zookeeper-warmup": func(c *loadtest.Config, v string) error {
+	"zookeeper-warmup": func(c *bench.Config, v string) error {
 		var d time.Duration
 		if err := parseDuration(v, &d); err != nil {
 			return err
@@ -180,13 +180,13 @@ var benchSettings = map[string]func(c *loadtest.Config, v string) error{
 		c.FlavorWarmup[backend.FlavorZooKeeper] = d
 		return nil
 	},
-	"duration":    func(c *loadtest.Config, v string) error { return parseDuration(v, &c.Duration) },
-	"repetitions": func(c *loadtest.Config, v string) error { return parseInt(v, &c.Repetitions) },
+	"duration":    func(c *bench.Config, v string) error { return parseDuration(v, &c.Duration) },
+	"repetitions": func(c *bench.Config, v string) error { return parseInt(v, &c.Repetitions) },
 }
 
 func applyBench(e *Entry, sets []spec.Setting) (int, error) {
-	// The flavors default to both, as `polebench bench`'s do; the rest as loadtest's.
-	c := loadtest.Config{Flavors: []string{backend.FlavorPoled, backend.FlavorZooKeeper}}
+	// The flavors default to both, as `polebench bench`'s do; the rest as package bench's.
+	c := bench.Config{Flavors: []string{backend.FlavorPoled, backend.FlavorZooKeeper}}
 	for i, st := range sets {
 		set, ok := benchSettings[st.Name]
 		if !ok {
@@ -204,13 +204,13 @@ func applyBench(e *Entry, sets []spec.Setting) (int, error) {
 	return -1, nil
 }
 
-func checkBenchGoal(e Entry, g bench.Goal) error {
+func checkBenchGoal(e Entry, g benchdata.Goal) error {
 	c := e.Load
 	if g.ThroughputRatioMin != nil && !(slices.Contains(c.Flavors, backend.FlavorPoled) && slices.Contains(c.Flavors, backend.FlavorZooKeeper)) {
 		return fmt.Errorf("throughput_ratio_min compares poled with zookeeper: the entry measures %s", strings.Join(c.Flavors, ", "))
 	}
-	if g.NoTrend && c.Repetitions < bench.TrendMinN {
-		return fmt.Errorf("no_trend: %d windows can never show a trend at p < %g (Mann-Kendall needs %d)", c.Repetitions, bench.TrendAlpha, bench.TrendMinN)
+	if g.NoTrend && c.Repetitions < benchdata.TrendMinN {
+		return fmt.Errorf("no_trend: %d windows can never show a trend at p < %g (Mann-Kendall needs %d)", c.Repetitions, benchdata.TrendAlpha, benchdata.TrendMinN)
 	}
 	return nil
 }
@@ -233,12 +233,12 @@ func runBench(ctx context.Context, e Entry, dir string, env runEnv) error {
 	}
 	c := *e.Load
 	c.Log, c.Progress = env.log, env.line
-	res, runErr := loadtest.Run(ctx, c)
+	res, runErr := bench.Run(ctx, c)
 	if res == nil {
 		return runErr
 	}
 	// What was measured is kept, also when a later setting failed.
-	table, err := res.Save(dir, bench.Env{})
+	table, err := res.Save(dir, benchdata.Env{})
 	env.line.Note("%s", strings.TrimRight(table, "\n"))
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/analysis"
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
 )
@@ -41,7 +41,7 @@ const FidelityFile = "fidelity.md"
 // the entries' directories with each entry's fidelity verdict, and Out/fidelity.md.
 // A failed entry does not stop the others. The error joins the entries' errors and
 // names the entries that missed their fidelity goal.
-func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
+func Run(ctx context.Context, s *Suite, o Options) (*benchdata.File, error) {
 	if o.Out == "" {
 		return nil, errors.New("nightly: no output directory")
 	}
@@ -123,7 +123,7 @@ func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
 		return nil, errors.Join(append(errs, err)...)
 	}
 	links := f.Env.Links
-	f.Env = bench.HostEnv(context.WithoutCancel(ctx), o.Version)
+	f.Env = benchdata.HostEnv(context.WithoutCancel(ctx), o.Version)
 	f.Env.Links, f.Env.Suite, f.Env.Quick = links, s.Name, s.Quick
 	for _, st := range s.Planted {
 		f.Env.Planted = append(f.Env.Planted, st.String())
@@ -132,23 +132,23 @@ func Run(ctx context.Context, s *Suite, o Options) (*bench.File, error) {
 		fd := e.Goal.Judge(f, e.Name)
 		fd.Kind, fd.Backend = e.Kind, e.Where()
 		fd.Host = hostVerdict(filepath.Join(o.Out, e.Name))
-		if err := failed[e.Name]; err != nil && fd.Verdict == bench.FidelityNoData {
+		if err := failed[e.Name]; err != nil && fd.Verdict == benchdata.FidelityNoData {
 			fd.Note = "the entry failed: " + firstLine(err.Error())
 		}
 		f.Fidelity = append(f.Fidelity, fd)
 	}
-	if err := f.WriteFile(filepath.Join(o.Out, bench.FileName)); err != nil {
+	if err := f.WriteFile(filepath.Join(o.Out, benchdata.FileName)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := writeFidelity(filepath.Join(o.Out, FidelityFile), f); err != nil {
 		errs = append(errs, err)
 	}
-	line.Note("%s: %d metrics from %d entries in %v", filepath.Join(o.Out, bench.FileName), len(f.Metrics), len(s.Entries), time.Since(start).Round(time.Second))
+	line.Note("%s: %d metrics from %d entries in %v", filepath.Join(o.Out, benchdata.FileName), len(f.Metrics), len(s.Entries), time.Since(start).Round(time.Second))
 	if o.Progress != nil {
 		fmt.Fprintln(o.Progress, "\nfidelity (goal met or not, on the medians over the repetitions; regression is `polebench compare`):")
-		bench.WriteFidelityText(o.Progress, f.Fidelity)
+		benchdata.WriteFidelityText(o.Progress, f.Fidelity)
 	}
-	if m := bench.FidelityMisses(f.Fidelity); len(m) > 0 {
+	if m := benchdata.FidelityMisses(f.Fidelity); len(m) > 0 {
 		errs = append(errs, fmt.Errorf("fidelity goal missed by %s (see %s)", strings.Join(m, ", "), filepath.Join(o.Out, FidelityFile)))
 	}
 	return f, errors.Join(errs...)
@@ -181,25 +181,25 @@ func firstLine(s string) string {
 	return s
 }
 
-// collect builds the night's bench.File: the run entries' directories through
-// bench.Collect, and each bench entry's own bench.json with its metrics put under the
+// collect builds the night's benchdata.File: the run entries' directories through
+// benchdata.Collect, and each bench entry's own bench.json with its metrics put under the
 // entry's name.
-func collect(out string, s *Suite) (*bench.File, error) {
-	f := &bench.File{Format: bench.FormatVersion, Metrics: []bench.Metric{}}
+func collect(out string, s *Suite) (*benchdata.File, error) {
+	f := &benchdata.File{Format: benchdata.FormatVersion, Metrics: []benchdata.Metric{}}
 	if slices.ContainsFunc(s.Entries, func(e Entry) bool {
 		return e.Kind == KindRun && exists(filepath.Join(out, e.Name, "spec.resolved.json"))
 	}) {
 		var err error
-		if f, err = bench.Collect(out); err != nil {
+		if f, err = benchdata.Collect(out); err != nil {
 			return nil, err
 		}
 	}
 	for _, e := range s.Entries {
-		p := filepath.Join(out, e.Name, bench.FileName)
+		p := filepath.Join(out, e.Name, benchdata.FileName)
 		if e.Kind != KindBench || !exists(p) {
 			continue
 		}
-		bf, err := bench.ReadFile(p)
+		bf, err := benchdata.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
@@ -216,14 +216,14 @@ func collect(out string, s *Suite) (*bench.File, error) {
 }
 
 // writeFidelity writes fidelity.md: the night, the table, and every check.
-func writeFidelity(path string, f *bench.File) error {
+func writeFidelity(path string, f *benchdata.File) error {
 	var b strings.Builder
 	b.WriteString("# Fidelity of the night\n\n")
-	fmt.Fprintf(&b, "%s\n\n", bench.EnvLine(f.Env))
+	fmt.Fprintf(&b, "%s\n\n", benchdata.EnvLine(f.Env))
 	b.WriteString("Each entry's goal is judged on the medians over its repetitions (a write benchmark: over its windows). " +
 		"`fidelity` says whether the goal was met; `host` says whether the machine was quiet enough for the timing to count: " +
 		"the hiccup meter's verdicts on the entry's windows (docs/host.md; simulated runs and benchmarks have none). Regression against earlier nights is `polebench compare`'s verdict, not this one.\n\n")
-	if err := bench.WriteFidelityMarkdown(&b, f.Fidelity, true); err != nil {
+	if err := benchdata.WriteFidelityMarkdown(&b, f.Fidelity, true); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
@@ -248,8 +248,8 @@ func runRun(ctx context.Context, e Entry, dir string, env runEnv) error {
 // summary.json files): trusted when every window was, else how many were not and the
 // first reason. Simulated runs and benchmarks have none: the verdict stays "not
 // measured".
-func hostVerdict(dir string) bench.HostVerdict {
-	v := bench.HostVerdict{Verdict: bench.HostNotMeasured}
+func hostVerdict(dir string) benchdata.HostVerdict {
+	v := benchdata.HostVerdict{Verdict: benchdata.HostNotMeasured}
 	paths, _ := filepath.Glob(filepath.Join(dir, "rep*", "summary.json"))
 	if one := filepath.Join(dir, "summary.json"); exists(one) {
 		paths = append(paths, one)

@@ -1,7 +1,7 @@
 // Package nightly runs the nightly benchmark suite: a YAML list of entries (a shipped
 // default is embedded), each a short experiment run through the runner or a write
 // benchmark of poled against ZooKeeper, into a directory of its own; then bench.json
-// built from those directories (package bench), with each entry's fidelity verdict
+// built from those directories (package benchdata), with each entry's fidelity verdict
 // against the goal the suite gives it.
 package nightly
 
@@ -22,7 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/polebench/polebench/bench"
-	"github.com/polebench/polebench/loadtest"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/spec"
 )
 
@@ -55,7 +55,7 @@ type Entry struct {
 	// InQuick puts the entry in the --quick set, with Quick applied after Set.
 	InQuick bool
 	Quick   []spec.Setting
-	Goal    bench.Goal
+	Goal    benchdata.Goal
 	Pos     string // file:line of the entry
 	// Base is a run entry's spec as named, before any setting.
 	Base *spec.Spec
@@ -63,7 +63,7 @@ type Entry struct {
 	// suite is parsed.
 	Resolved *spec.Spec
 	// Load is a bench entry's write benchmark, checked when the suite is parsed.
-	Load *loadtest.Config
+	Load *bench.Config
 }
 
 // Planned estimates how long the entry runs, for the ETA and the suite's budget.
@@ -369,8 +369,8 @@ func (p parser) apply(e *Entry, sets []spec.Setting, at []located, n *yaml.Node,
 }
 
 // goal decodes an entry's goal and checks it against the entry's kind and settings.
-func (p parser) goal(e Entry, n *yaml.Node, path string) (bench.Goal, error) {
-	var g bench.Goal
+func (p parser) goal(e Entry, n *yaml.Node, path string) (benchdata.Goal, error) {
+	var g benchdata.Goal
 	k := kinds[e.Kind]
 	num := func(v *yaml.Node, fp string) (float64, error) {
 		if v.Kind != yaml.ScalarNode {
@@ -385,7 +385,7 @@ func (p parser) goal(e Entry, n *yaml.Node, path string) (bench.Goal, error) {
 	fields := map[string]func(*yaml.Node, string) error{
 		// A number X is [-X, +X]; a mapping gives min and max.
 		"measured_minus_model_ms": func(v *yaml.Node, fp string) error {
-			var r bench.Range
+			var r benchdata.Range
 			if v.Kind == yaml.MappingNode {
 				err := p.mapping(v, fp, map[string]func(*yaml.Node, string) error{
 					"min": func(v *yaml.Node, fp string) (err error) { r.Min, err = num(v, fp); return err },
@@ -405,7 +405,7 @@ func (p parser) goal(e Entry, n *yaml.Node, path string) (bench.Goal, error) {
 				if x < 0 {
 					return p.errf(v, fp, "%g: a tolerance is not negative", x)
 				}
-				r = bench.Range{Min: -x, Max: x}
+				r = benchdata.Range{Min: -x, Max: x}
 			}
 			g.MeasuredMinusModelMS = &r
 			return nil

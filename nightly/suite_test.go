@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/spec"
 )
@@ -55,7 +55,7 @@ func TestDefaultSuite(t *testing.T) {
 			t.Errorf("%s: on %q, quick %v; want %q, %v", e.Name, e.Where(), e.InQuick, w.where, w.quick)
 		}
 		if e.Kind == KindBench {
-			if c := e.Load; e.Goal.ThroughputRatioMin == nil || !e.Goal.NoTrend || c.Repetitions < bench.TrendMinN || !slices.Equal(c.Fsync, []bool{false, true}) ||
+			if c := e.Load; e.Goal.ThroughputRatioMin == nil || !e.Goal.NoTrend || c.Repetitions < benchdata.TrendMinN || !slices.Equal(c.Fsync, []bool{false, true}) ||
 				!slices.Equal(c.Servers, []int{3}) || c.WarmupOf(backend.FlavorZooKeeper) <= c.WarmupOf(backend.FlavorPoled) {
 				t.Errorf("%s: goal %v, %+v", e.Name, e.Goal, c)
 			}
@@ -234,10 +234,10 @@ experiments:
 		t.Fatal(err)
 	}
 	a, b, c, d := s.Entries[0], s.Entries[1], s.Entries[2], s.Entries[3]
-	if r := a.Goal.MeasuredMinusModelMS; r == nil || *r != (bench.Range{Min: -0.5, Max: 1.5}) || !a.InQuick || len(a.Quick) != 1 {
+	if r := a.Goal.MeasuredMinusModelMS; r == nil || *r != (benchdata.Range{Min: -0.5, Max: 1.5}) || !a.InQuick || len(a.Quick) != 1 {
 		t.Errorf("a: %+v", a)
 	}
-	if r := b.Goal.MeasuredMinusModelMS; r == nil || *r != (bench.Range{Min: -1, Max: 1}) || !b.InQuick || b.Quick != nil {
+	if r := b.Goal.MeasuredMinusModelMS; r == nil || *r != (benchdata.Range{Min: -1, Max: 1}) || !b.InQuick || b.Quick != nil {
 		t.Errorf("b: %+v", b)
 	}
 	if c.InQuick || !c.Goal.IsZero() {
@@ -296,13 +296,13 @@ func TestRunWithoutWhatItNeeds(t *testing.T) {
 	fake.run = func(_ context.Context, e Entry, dir string, _ runEnv) error {
 		ran[e.Name] = true
 		os.MkdirAll(dir, 0o755)
-		windows := func(xs ...float64) bench.Metric {
-			return bench.Metric{Unit: "writes/s", Better: bench.Higher, Samples: xs}
+		windows := func(xs ...float64) benchdata.Metric {
+			return benchdata.Metric{Unit: "writes/s", Better: benchdata.Higher, Samples: xs}
 		}
 		p, z := windows(21000, 21500, 20900, 21300, 21100), windows(9000, 10000, 11000, 12000, 13000) // ZooKeeper still warming up
 		p.Name, z.Name = "bench-closed-3srv-fsync-off/poled.writes_per_s", "bench-closed-3srv-fsync-off/zookeeper.writes_per_s"
-		f := &bench.File{Format: bench.FormatVersion, Metrics: []bench.Metric{p, z}}
-		return f.WriteFile(filepath.Join(dir, bench.FileName))
+		f := &benchdata.File{Format: benchdata.FormatVersion, Metrics: []benchdata.Metric{p, z}}
+		return f.WriteFile(filepath.Join(dir, benchdata.FileName))
 	}
 	kinds[KindBench] = fake
 	s, err := Parse("fake.yaml", []byte(`name: fake
@@ -334,11 +334,11 @@ experiments:
 	if f == nil || len(f.Metrics) != 2 || f.Metrics[0].Name != "bench/bench-closed-3srv-fsync-off/poled.writes_per_s" || f.Env.Suite != "fake" {
 		t.Fatalf("night %+v", f)
 	}
-	if len(f.Fidelity) != 2 || f.Fidelity[0].Verdict != bench.FidelityNoData || !strings.Contains(f.Fidelity[0].Note, "java not found") ||
-		f.Fidelity[1].Verdict != bench.FidelityMissed {
+	if len(f.Fidelity) != 2 || f.Fidelity[0].Verdict != benchdata.FidelityNoData || !strings.Contains(f.Fidelity[0].Note, "java not found") ||
+		f.Fidelity[1].Verdict != benchdata.FidelityMissed {
 		t.Errorf("fidelity %+v", f.Fidelity)
 	}
-	back, err := bench.ReadFile(filepath.Join(out, bench.FileName))
+	back, err := benchdata.ReadFile(filepath.Join(out, benchdata.FileName))
 	if err != nil || len(back.Fidelity) != 2 {
 		t.Errorf("bench.json: %v %+v", err, back)
 	}

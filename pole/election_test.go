@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/polebench/polebench/zxid"
 )
 
 const tick = 10 * time.Millisecond
@@ -51,7 +53,7 @@ func TestTimelyRunsElectHighestProposal(t *testing.T) {
 		down := rng.Perm(n)[:rng.Intn(n-len(ids)/2)] // at most f never start
 		want := 0
 		for _, id := range ids {
-			s.zxid[id] = uint64(rng.Intn(3)) << 32 // ties are common: the id decides
+			s.zxid[id] = zxid.Zxid(rng.Intn(3)) << 32 // ties are common: the id decides
 			if slices.Contains(down, id-1) {
 				continue
 			}
@@ -89,7 +91,7 @@ func TestRetryTimerReachesLeaderUnderLoss(t *testing.T) {
 			s.delay = randomDelays(rng, ids, 5*time.Millisecond, 30*time.Millisecond)
 			s.loss = 0.4
 			for _, id := range ids {
-				s.zxid[id] = uint64(rng.Intn(100))
+				s.zxid[id] = zxid.Zxid(rng.Intn(100))
 				s.start(id)
 			}
 			s.run(2 * time.Minute)
@@ -218,7 +220,7 @@ func propertyOneLeader(t *testing.T, fixedFD bool) {
 		s.delay = randomDelays(rng, ids, time.Millisecond, 60*time.Millisecond)
 		s.loss, s.jitter, s.fdTicks, s.fixedFD = rng.Float64()*0.5, rng.Float64(), 50, fixedFD
 		for _, id := range ids {
-			s.zxid[id] = uint64(rng.Intn(4))
+			s.zxid[id] = zxid.Zxid(rng.Intn(4))
 			s.rate[id] = float64(rng.Intn(3) * 100)
 			s.at(time.Duration(rng.Int63n(int64(2*time.Second))), func() { s.start(id) })
 		}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/polebench/polebench/zxid"
 )
 
 // interactionEnv runs the scripts in testdata: nodes whose messages wait in one FIFO
@@ -15,7 +17,7 @@ type interactionEnv struct {
 	cfg     Config
 	nodes   map[int]*Node
 	up      map[int]bool
-	zxid    map[int]uint64
+	zxid    map[int]zxid.Zxid
 	rate    map[int]float64
 	now     time.Duration
 	pending []Message
@@ -187,7 +189,7 @@ func (e *interactionEnv) addNodes(a cmdArgs) error {
 		e.cfg.Oracle = Initial{Leader: l, Oracle: o}
 	}
 	e.nodes, e.up = map[int]*Node{}, map[int]bool{}
-	e.zxid, e.rate = map[int]uint64{}, map[int]float64{}
+	e.zxid, e.rate = map[int]zxid.Zxid{}, map[int]float64{}
 	for _, id := range e.ids {
 		e.cfg.ID = id
 		if _, err := NewNode(e.cfg); err != nil {
@@ -226,8 +228,8 @@ func (e *interactionEnv) setInputs(cmd string, a cmdArgs) error {
 			if err != nil {
 				return fmt.Errorf("zxid %q: %v", v, err)
 			}
-			e.zxid[id] = z
-			e.nodes[id].SetZxid(z)
+			e.zxid[id] = zxid.Zxid(z)
+			e.nodes[id].SetZxid(zxid.Zxid(z))
 		} else {
 			r, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -337,7 +339,7 @@ func (e *interactionEnv) inject(cmd string, a cmdArgs) error {
 	if err != nil {
 		return err
 	}
-	m.Epoch = uint64(ep)
+	m.Epoch = Epoch(ep)
 	if cmd == "vote" {
 		m.Type = MsgVote
 		if m.Leader, err = a.int("leader", 0); err != nil {

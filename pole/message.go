@@ -67,12 +67,16 @@ func (p Proposal) clone() Proposal { return Proposal{Score: p.Score.clone(), ID:
 
 func (p Proposal) String() string { return fmt.Sprintf("%v@%d", p.Score, p.ID) }
 
+// Epoch is an election's epoch (Alg. 1's epoch): it counts POLE's elections. It is not
+// the broadcast's epoch (zab.Epoch, the high 32 bits of a zxid).
+type Epoch uint64
+
 // Message is everything processes send each other on the election channel. From and
 // To are server ids; which other fields matter depends on Type.
 type Message struct {
 	Type     MsgType
 	From, To int
-	Epoch    uint64        // P, V, ScoreQuery, Score, Resign
+	Epoch    Epoch         // P, V, ScoreQuery, Score, Resign
 	Proposal Proposal      // P, Score
 	Leader   int           // V
 	Clock    time.Duration // Ping: sender's clock; Pong: the ping's, echoed
@@ -125,7 +129,7 @@ func (m Message) MarshalBinary() ([]byte, error) {
 	b = append(b, wireVersion, byte(m.Type))
 	b = binary.BigEndian.AppendUint32(b, uint32(m.From))
 	b = binary.BigEndian.AppendUint32(b, uint32(m.To))
-	b = binary.BigEndian.AppendUint64(b, m.Epoch)
+	b = binary.BigEndian.AppendUint64(b, uint64(m.Epoch))
 	b = binary.BigEndian.AppendUint32(b, uint32(m.Leader))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.Clock))
 	b = binary.BigEndian.AppendUint64(b, math.Float64bits(m.Rate))
@@ -161,7 +165,7 @@ func (m *Message) UnmarshalBinary(b []byte) error {
 		Type:   t,
 		From:   int(be.Uint32(b[2:])),
 		To:     int(be.Uint32(b[6:])),
-		Epoch:  be.Uint64(b[10:]),
+		Epoch:  Epoch(be.Uint64(b[10:])),
 		Leader: int(be.Uint32(b[18:])),
 		Clock:  time.Duration(be.Uint64(b[22:])),
 		Rate:   math.Float64frombits(be.Uint64(b[30:])),

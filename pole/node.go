@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/polebench/polebench/zxid"
 )
 
 // Config configures one process. Timers count Ticks; the driver decides how long a
@@ -124,7 +126,7 @@ func (k EventKind) String() string {
 // Event is a state change the driver and the broadcast layer act on.
 type Event struct {
 	Kind   EventKind
-	Epoch  uint64
+	Epoch  Epoch
 	Leader int // EventLeader only
 }
 
@@ -151,7 +153,7 @@ type Node struct {
 	log     *slog.Logger
 
 	// Alg. 1's variables.
-	epoch       uint64
+	epoch       Epoch
 	leader      int // 0 is ⊥
 	proposal    Proposal
 	proposalSet map[int]bool // true: j's proposal arrived; false: only its vote (line 65)
@@ -171,7 +173,7 @@ type Node struct {
 	exclude    int // the leader this election replaces, left out of scores
 	announced  Event
 	rate       float64
-	zxid       uint64
+	zxid       zxid.Zxid
 	mon        monitor
 
 	resignTimer  int
@@ -186,7 +188,7 @@ type timer struct {
 }
 
 type vote struct {
-	epoch        uint64
+	epoch        Epoch
 	leader, from int
 }
 
@@ -226,10 +228,10 @@ func NewNode(c Config) (*Node, error) {
 func (n *Node) SetRate(r float64) { n.rate = r }
 
 // SetZxid sets this process's last zxid (theta_z), as the broadcast layer reports it.
-func (n *Node) SetZxid(z uint64) { n.zxid = z }
+func (n *Node) SetZxid(z zxid.Zxid) { n.zxid = z }
 
 // Leader returns the current epoch and leader (0 while none is known).
-func (n *Node) Leader() (epoch uint64, leader int) { return n.epoch, n.leader }
+func (n *Node) Leader() (epoch Epoch, leader int) { return n.epoch, n.leader }
 
 // Peers reports the monitor's view of every peer, for drivers to record measured RTTs.
 func (n *Node) Peers() []PeerStatus { return n.mon.status() }
@@ -375,7 +377,7 @@ func (n *Node) elect(l int) {
 }
 
 // less is ≺p (Sec. 3.2): epoch first, then the score under the oracle's ≺θ, then id.
-func (n *Node) less(e1 uint64, p1 Proposal, e2 uint64, p2 Proposal) bool {
+func (n *Node) less(e1 Epoch, p1 Proposal, e2 Epoch, p2 Proposal) bool {
 	if e1 != e2 {
 		return e1 < e2
 	}
@@ -498,7 +500,7 @@ func (n *Node) drainQueue() {
 // epoch after lines 37-48: start-epoch empties the proposal set for the epoch, and
 // counting a sender still in an older epoch could complete "all processes proposed"
 // (line 29) without that sender's score for this epoch.
-func (n *Node) onPropose(j int, e uint64, p Proposal) {
+func (n *Node) onPropose(j int, e Epoch, p Proposal) {
 	if n.leader != 0 { // line 34
 		n.send(Message{Type: MsgVote, To: j, Epoch: n.epoch, Leader: n.leader}) // line 35
 		return                                                                  // line 36
@@ -558,13 +560,13 @@ func (n *Node) onPropose(j int, e uint64, p Proposal) {
 // another through votes needs that one's own vote, cast while it led, and a leader
 // now changes its mind only in a new election: two processes can no longer come to
 // follow each other within one.
-func (n *Node) onVote(j int, e uint64, l int) {
+func (n *Node) onVote(j int, e Epoch, l int) {
 	n.voteSet[vote{epoch: e, leader: l, from: j}] = true // line 55
 	if n.leader == n.cfg.ID {
 		return
 	}
 	voters := map[int]bool{}
-	var own uint64
+	var own Epoch
 	ownVote := false
 	for v := range n.voteSet { // lines 56-58
 		if v.leader != l {
@@ -649,7 +651,7 @@ func (n *Node) emit(e Event) { n.out.Events = append(n.out.Events, e) }
 // Status is a snapshot of the node's election state, for tests, logs and 4lw output.
 type Status struct {
 	ID, Leader, PrevLeader int
-	Epoch                  uint64
+	Epoch                  Epoch
 	Proposal               Proposal
 	Electing, Blocked      bool
 	Proposed               []int  // proposal-set, ascending
@@ -660,7 +662,7 @@ type Status struct {
 
 // Vote is one element of the vote-set: From said Leader leads Epoch.
 type Vote struct {
-	Epoch        uint64
+	Epoch        Epoch
 	Leader, From int
 }
 

@@ -109,7 +109,7 @@ func TestBlockedQueueIsBounded(t *testing.T) {
 		t.Fatal("latency oracle without measurements should block")
 	}
 	for i := range queueLimit + 10 {
-		if err := n.Step(0, Message{Type: MsgPropose, From: 2, To: 1, Epoch: uint64(i + 1), Proposal: Proposal{ID: 2, Score: Score{1}}}); err != nil {
+		if err := n.Step(0, Message{Type: MsgPropose, From: 2, To: 1, Epoch: Epoch(i + 1), Proposal: Proposal{ID: 2, Score: Score{1}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

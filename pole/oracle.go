@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/zxid"
 )
 
 // Oracle is a score oracle (Sec. 3): get-score and the order ≺θ over scores.
@@ -29,7 +30,7 @@ type Oracle interface {
 // View is what an oracle may look at: the state machine's own variables and what its
 // heartbeat monitor measured. The node builds it afresh for each get-score.
 type View struct {
-	Epoch      uint64 // the epoch get-score is asked for (Alg. 1 lines 17, 45)
+	Epoch      Epoch // the epoch get-score is asked for (Alg. 1 lines 17, 45)
 	Self       int
 	Servers    []int // all configured servers (|N|), ascending
 	PrevLeader int   // the last leader this process knew, 0 if none yet
@@ -38,7 +39,7 @@ type View struct {
 	Exclude int
 	Peers   map[int]PeerView // live peers with a measured RTT, without Self and Exclude
 	Rate    float64          // this process's theta_r (req/s), from the driver
-	Zxid    uint64           // this process's last zxid (theta_z), from the driver
+	Zxid    zxid.Zxid        // this process's last zxid (theta_z), from the driver
 	// Ready is false until the monitor heard from, or gave up on, every peer.
 	Ready bool
 }
@@ -111,7 +112,7 @@ type History struct{ highest }
 func (History) Name() string { return "history" }
 
 func (History) Score(v View) (Score, bool) {
-	return Score{float64(v.Zxid >> 32), float64(uint32(v.Zxid))}, true
+	return Score{float64(v.Zxid.Epoch()), float64(v.Zxid.Counter())}, true
 }
 
 // class puts zxids in classes of w transactions (w >= 1), as the model does.
@@ -159,7 +160,7 @@ func roundLeader(v View) int {
 	if v.Epoch == 0 {
 		return v.Servers[0]
 	}
-	return v.Servers[int((v.Epoch-1)%uint64(len(v.Servers)))]
+	return v.Servers[int((v.Epoch-1)%Epoch(len(v.Servers)))]
 }
 
 // Request elects the server receiving the most client requests (highest theta_r).

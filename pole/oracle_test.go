@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/zxid"
 )
 
 // best returns the id whose score wins under o, ties to the highest id (≺p).
@@ -66,7 +67,7 @@ func TestOracleOrders(t *testing.T) {
 func TestRotatingRoundLeader(t *testing.T) {
 	for _, c := range []struct {
 		prev  int
-		epoch uint64
+		epoch Epoch
 		want  int
 	}{
 		{prev: 5, epoch: 9, want: 1}, // p1 after p5, whatever the epoch
@@ -155,7 +156,7 @@ func TestInitialWinsOnlyTheFirstElection(t *testing.T) {
 	first := map[int]Score{}
 	later := map[int]Score{}
 	for _, id := range servers(5) {
-		zx := uint64(10 - id) // p1 has the longest history
+		zx := zxid.Zxid(10 - id) // p1 has the longest history
 		first[id], _ = o.Score(View{Self: id, Zxid: zx})
 		later[id], _ = o.Score(View{Self: id, Zxid: zx, PrevLeader: 5})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/zxid"
 )
 
 // The paper's experiment on the simulated network: all five servers start, p5 wins the
@@ -123,7 +124,7 @@ func runPaperScenario(t *testing.T, tp *topology.Topology, o Oracle, zxids map[i
 		s.rate[id] = r
 	}
 	for _, id := range ids {
-		s.zxid[id] = zxids[id]
+		s.zxid[id] = zxid.Zxid(zxids[id])
 		s.start(id)
 	}
 	s.run(crashAt)

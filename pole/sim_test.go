@@ -10,6 +10,7 @@ import (
 
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/zxid"
 )
 
 // sim is a deterministic in-memory network for tests: a virtual clock, per-pair one-way
@@ -32,7 +33,7 @@ type sim struct {
 	last   map[[2]int]time.Duration // per-link FIFO: last delivery time
 	q      evQueue
 	seq    int
-	zxid   map[int]uint64
+	zxid   map[int]zxid.Zxid
 	rate   map[int]float64
 
 	// fdTicks > 0 turns on the failure detector. A follower whose leader crashed or
@@ -79,7 +80,7 @@ func (s *sim) leaderOf(id int) int { _, l := s.nodes[id].Leader(); return l }
 func newSim(t testing.TB, seed int64, ids []int, cfg func(id int) Config) *sim {
 	s := &sim{t: t, rng: rand.New(rand.NewSource(seed)), tick: 10 * time.Millisecond, ids: ids, cfg: cfg,
 		nodes: map[int]*Node{}, up: map[int]bool{}, phase: map[int]time.Duration{},
-		last: map[[2]int]time.Duration{}, zxid: map[int]uint64{}, rate: map[int]float64{},
+		last: map[[2]int]time.Duration{}, zxid: map[int]zxid.Zxid{}, rate: map[int]float64{},
 		bad: map[int]int{}, badLimit: map[int]int{}, leaderEvents: map[int][]Event{},
 		delay: func(int, int) time.Duration { return time.Millisecond }}
 	for _, id := range ids {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/polebench/polebench/hiccup"
+	"github.com/polebench/polebench/pole"
+	"github.com/polebench/polebench/zab"
 )
 
 // maxTracePage bounds the marks one GET /trace returns (4.7 MB at 18 bytes a mark):
@@ -21,10 +23,10 @@ type Status struct {
 	Role      string       `json:"role"` // LOOKING, FOLLOWING, LEADING
 	Serving   bool         `json:"serving"`
 	Leader    int          `json:"leader"`
-	Epoch     uint32       `json:"epoch"`
-	Election  uint64       `json:"election_epoch"`
-	LastZxid  uint64       `json:"last_zxid"`
-	Committed uint64       `json:"committed"`
+	Epoch     zab.Epoch    `json:"epoch"`
+	Election  pole.Epoch   `json:"election_epoch"`
+	LastZxid  zab.Zxid     `json:"last_zxid"`
+	Committed zab.Zxid     `json:"committed"`
 	Peers     []PeerStatus `json:"peers"`
 	Links     LinkStatus   `json:"links"`
 }
@@ -67,7 +69,7 @@ func (n *Node) MeterHiccups(m *hiccup.Meter) { n.hiccups.Store(m) }
 func (n *Node) Status() Status {
 	s := n.status.Load()
 	st := Status{ID: n.cfg.ID, Role: s.zab.Role.String(), Serving: s.zab.Serving, Leader: int(s.zab.Leader),
-		Epoch: s.zab.Epoch, Election: s.epoch, LastZxid: uint64(s.zab.LastZxid), Committed: uint64(s.zab.Committed),
+		Epoch: s.zab.Epoch, Election: s.epoch, LastZxid: s.zab.LastZxid, Committed: s.zab.Committed,
 		Links: n.Links()}
 	for _, p := range s.peers {
 		st.Peers = append(st.Peers, PeerStatus{ID: p.ID, Alive: p.Alive, RTTms: p.RTT, Rate: p.Rate, Samples: p.Samples})

@@ -113,7 +113,7 @@ func NewDriver(cfg Config, persisted zab.Persisted, tree *datatree.Tree, io IO, 
 	if d.elect, err = pole.NewNode(pc); err != nil {
 		return nil, fmt.Errorf("election core: %w", err)
 	}
-	d.elect.SetZxid(uint64(d.bcast.Status().LastZxid))
+	d.elect.SetZxid(d.bcast.Status().LastZxid)
 	if cfg.Trace {
 		d.tr = newTracer(cfg.ID, io)
 	}
@@ -127,7 +127,7 @@ func (d *Driver) SetRequestBase(base uint64) { d.nextReq = base }
 // Start records STARTED (with the last zxid restored: a restarted server shows that
 // it came back with its old state) and starts the first election.
 func (d *Driver) Start(now time.Duration) {
-	d.io.Record(event.Event{Kind: event.Started, Zxid: uint64(d.bcast.Status().LastZxid)})
+	d.io.Record(event.Event{Kind: event.Started, Zxid: d.bcast.Status().LastZxid})
 	d.elect.NewElection()
 	d.lastRate = now
 }
@@ -229,7 +229,7 @@ func (d *Driver) Drain() {
 			d.broadcastReady(d.bcast.Ready())
 		}
 	}
-	d.elect.SetZxid(uint64(d.bcast.Status().LastZxid))
+	d.elect.SetZxid(d.bcast.Status().LastZxid)
 }
 
 func (d *Driver) electionReady(rd pole.Ready) {
@@ -255,14 +255,14 @@ func (d *Driver) electionReady(rd pole.Ready) {
 	for _, e := range rd.Events {
 		switch e.Kind {
 		case pole.EventLooking:
-			d.io.Record(event.Event{Kind: event.Election, Epoch: e.Epoch, Zxid: uint64(d.bcast.Status().LastZxid)})
+			d.io.Record(event.Event{Kind: event.Election, ElectionEpoch: e.Epoch, Zxid: d.bcast.Status().LastZxid})
 		case pole.EventLeader:
-			d.io.Record(event.Event{Kind: event.Elected, Epoch: e.Epoch, Leader: e.Leader})
+			d.io.Record(event.Event{Kind: event.Elected, ElectionEpoch: e.Epoch, Leader: e.Leader})
 			if err := d.bcast.Elected(e.Leader); err != nil {
 				d.log.Error("elected leader refused", "err", err)
 			}
 		case pole.EventResign:
-			d.io.Record(event.Event{Kind: event.Resign, Epoch: e.Epoch})
+			d.io.Record(event.Event{Kind: event.Resign, ElectionEpoch: e.Epoch})
 			d.bcast.StepDown("resigned (a better leader exists)")
 		}
 	}
@@ -309,7 +309,7 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		done(zkserver.Outcome{Result: results[i]})
 	}
 	for _, e := range rd.Events {
-		d.io.Record(event.Event{Kind: e.Type.Kind(), Epoch: uint64(e.Epoch), Leader: e.Leader, Zxid: uint64(e.Zxid), Reason: e.Reason})
+		d.io.Record(event.Event{Kind: e.Type.Kind(), Epoch: e.Epoch, Leader: e.Leader, Zxid: e.Zxid, Reason: e.Reason})
 		d.log.Info("broadcast", "event", e.String())
 		switch e.Type {
 		case zab.EventLooking, zab.EventLeading, zab.EventFollowing:
@@ -390,7 +390,7 @@ func (d *Driver) Read(fn func(t *datatree.Tree)) {
 func (d *Driver) Status() zab.Status { return d.bcast.Status() }
 
 // Election is the election core's view: the leader's epoch and the peers' scores.
-func (d *Driver) Election() (epoch uint64, peers []pole.PeerStatus) {
+func (d *Driver) Election() (epoch pole.Epoch, peers []pole.PeerStatus) {
 	epoch, _ = d.elect.Leader()
 	return epoch, d.elect.Peers()
 }

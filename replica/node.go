@@ -87,7 +87,7 @@ type submit struct {
 
 type nodeStatus struct {
 	zab   zab.Status
-	epoch uint64
+	epoch pole.Epoch
 	peers []pole.PeerStatus
 }
 
@@ -294,7 +294,7 @@ func (n *Node) startServers() error {
 		ServerID: int64(cfg.ID), Tick: time.Duration(cfg.Tick),
 		MinSessionTimeout: time.Duration(cfg.MinSessionTimeout), MaxSessionTimeout: time.Duration(cfg.MaxSessionTimeout),
 		Secret: secret[:], Logger: n.log.With("port", "client"), Replied: n.replied,
-	}, (*backend)(n))
+	}, (*clientPortView)(n))
 	if err != nil {
 		return fmt.Errorf("client port: %w", err)
 	}
@@ -394,8 +394,8 @@ func (n *Node) replied(zxid int64, recv time.Time) {
 	if n.trace == nil || zxid <= 0 {
 		return
 	}
-	n.trace.Add(trace.Mark{Zxid: uint64(zxid), At: netem.At(recv), Kind: trace.Recv})
-	n.trace.Add(trace.Mark{Zxid: uint64(zxid), At: netem.Now(), Kind: trace.Reply})
+	n.trace.Add(trace.Mark{Zxid: zab.Zxid(zxid), At: netem.At(recv), Kind: trace.Recv})
+	n.trace.Add(trace.Mark{Zxid: zab.Zxid(zxid), At: netem.Now(), Kind: trace.Reply})
 }
 
 // drainPeer steps the peer messages already queued. A stream's end is an event on

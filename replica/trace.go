@@ -39,7 +39,7 @@ func newTracer(id int, io IO) *tracer {
 }
 
 func (t *tracer) mark(z zab.Zxid, k trace.Kind, at time.Duration, peer int) {
-	t.io.Mark(trace.Mark{Zxid: uint64(z), At: int64(at), Kind: k, Peer: uint8(peer)})
+	t.io.Mark(trace.Mark{Zxid: z, At: int64(at), Kind: k, Peer: uint8(peer)})
 }
 
 // input notes what the driver is given next: its arrival and sender.

@@ -56,10 +56,11 @@ func TestTraceMarksEachStep(t *testing.T) {
 			t.Fatalf("p%d lost %d marks", id, p.Lost)
 		}
 		for _, m := range p.Marks {
-			if marks[id][m.Zxid] == nil {
-				marks[id][m.Zxid] = map[trace.Kind]trace.Mark{}
+			z := uint64(m.Zxid)
+			if marks[id][z] == nil {
+				marks[id][z] = map[trace.Kind]trace.Mark{}
 			}
-			marks[id][m.Zxid][m.Kind] = m
+			marks[id][z][m.Kind] = m
 		}
 	}
 	for z, s := range writes {

@@ -41,7 +41,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 		t.Fatal("p5 proposed nothing 2 s into the load")
 	}
 	kill := prop.At // virtual ns since the servers started
-	t.Logf("p5 proposes %#x at %d ns of virtual time (%v into the load): it is killed then",
+	t.Logf("p5 proposes %v at %d ns of virtual time (%v into the load): it is killed then",
 		prop.Zxid, kill, time.Duration(kill-res.MarksStart))
 
 	// The same run (same seed: the same history up to the kill), p5 killed then.
@@ -61,7 +61,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 		}
 	}
 	if !same {
-		t.Fatalf("the second run did not propose %#x at %d ns as the first did", prop.Zxid, prop.At)
+		t.Fatalf("the second run did not propose %v at %d ns as the first did", prop.Zxid, prop.At)
 	}
 	var killedAt int64 = -1
 	for _, r := range res.Timeline {
@@ -70,7 +70,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 		}
 	}
 	if killedAt != kill {
-		t.Fatalf("p5 killed at %d ns, want %d (its proposal of %#x)", killedAt, kill, prop.Zxid)
+		t.Fatalf("p5 killed at %d ns, want %d (its proposal of %v)", killedAt, kill, prop.Zxid)
 	}
 
 	// When each follower got the proposal, and the zxid it entered the election with.
@@ -94,9 +94,9 @@ func TestKillRightAfterProposal(t *testing.T) {
 		at, ok := arrived[id]
 		e, voted := elected[id]
 		if !ok || !voted {
-			t.Fatalf("p%d: proposal of %#x arrived %v, election entered %v", id, prop.Zxid, ok, voted)
+			t.Fatalf("p%d: proposal of %v arrived %v, election entered %v", id, prop.Zxid, ok, voted)
 		}
-		t.Logf("p%d: proposal %#x arrived %.3f ms after the kill; entered the election %.3f ms after it with %#x",
+		t.Logf("p%d: proposal %v arrived %.3f ms after the kill; entered the election %.3f ms after it with %v",
 			id, prop.Zxid, float64(at-kill)/1e6, float64(e.TimeNS-base.UnixNano()-kill)/1e6, e.Zxid)
 		if at <= kill {
 			t.Errorf("p%d got the proposal before the kill: it was not in flight", id)
@@ -105,7 +105,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 			t.Errorf("p%d entered the election before the proposal arrived", id)
 		}
 		if e.Zxid < prop.Zxid {
-			t.Errorf("p%d entered the election at %#x, without the dead leader's last proposal %#x", id, e.Zxid, prop.Zxid)
+			t.Errorf("p%d entered the election at %v, without the dead leader's last proposal %v", id, e.Zxid, prop.Zxid)
 		}
 	}
 	for _, near := range []int{3, 4} {
@@ -114,7 +114,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 				t.Errorf("p%d (0.05 ms away) got the proposal at %d ns, not before p%d (10.4 ms away) at %d", near, arrived[near], far, arrived[far])
 			}
 			if elected[near].Zxid < elected[far].Zxid {
-				t.Errorf("p%d entered the election at %#x, behind p%d's %#x", near, elected[near].Zxid, far, elected[far].Zxid)
+				t.Errorf("p%d entered the election at %v, behind p%d's %v", near, elected[near].Zxid, far, elected[far].Zxid)
 			}
 		}
 	}

@@ -34,7 +34,7 @@ func TestRestartWithinElectedEpoch(t *testing.T) {
 	}
 	electedP4 := func(res *Result, id int) (time.Duration, bool) {
 		for _, r := range res.Timeline {
-			if r.Server == id && r.Kind == event.Elected && r.Epoch == 3 && r.Leader == 4 && r.At() > time.Second {
+			if r.Server == id && r.Kind == event.Elected && r.ElectionEpoch == 3 && r.Leader == 4 && r.At() > time.Second {
 				return r.At(), true
 			}
 		}
@@ -79,8 +79,8 @@ func TestRestartWithinElectedEpoch(t *testing.T) {
 	}
 	for _, r := range res.Timeline {
 		if r.Server == 5 && r.Kind == event.Elected && r.At() > restart {
-			t.Logf("p5 elects p%d in epoch %d at %v", r.Leader, r.Epoch, r.At())
-			if r.Epoch == 3 && r.Leader == 5 {
+			t.Logf("p5 elects p%d in epoch %d at %v", r.Leader, r.ElectionEpoch, r.At())
+			if r.ElectionEpoch == 3 && r.Leader == 5 {
 				t.Errorf("p5 elected itself in epoch 3 at %v, after p1, p2 and p3 had elected p4 in it (by %v)", r.At(), quorumAt)
 			}
 		}

@@ -504,7 +504,7 @@ func (v *server) submit(r *request) {
 				return
 			}
 			if s.cfg.Trace { // what poled's client port marks
-				z := uint64(o.Result.Zxid)
+				z := o.Result.Zxid
 				v.mark(trace.Mark{Zxid: z, At: recv, Kind: trace.Recv})
 				v.mark(trace.Mark{Zxid: z, At: s.now, Kind: trace.Reply})
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/zab"
 )
 
 // Config is one simulated run.
@@ -463,14 +464,14 @@ func (s *Sim) setup(ctx context.Context) error {
 // does, and gathers the timelines.
 func (s *Sim) finish(ctx context.Context) (*Result, error) {
 	caughtUp := func() bool {
-		var commit uint64
+		var commit zab.Zxid
 		for _, srv := range s.live() {
 			if st := srv.d.Status(); st.Serving && st.Leader == srv.id {
-				commit = uint64(st.Committed)
+				commit = st.Committed
 			}
 		}
 		for _, srv := range s.live() {
-			if st := srv.d.Status(); !st.Serving || uint64(st.Applied) < commit || commit == 0 {
+			if st := srv.d.Status(); !st.Serving || st.Applied < commit || commit == 0 {
 				return false
 			}
 		}

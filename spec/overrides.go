@@ -11,6 +11,7 @@ import (
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 // Override is one `name=value` change a command line (or, later, a sweep) may make to
@@ -122,8 +123,8 @@ var overrides = []Override{
 		func(s *Spec, v string) error { return parseInt(v, &s.PreloadMB) }},
 	{"payload", "bytes per write (workload.payload_bytes)", "workload.payload_bytes",
 		func(s *Spec, v string) error { return parseInt(v, &s.Workload.PayloadBytes) }},
-	{"arrival", "arrival of requests: " + strings.Join(arrivals, ", ") + " (workload.arrival)", "workload.arrival",
-		func(s *Spec, v string) error { s.Workload.Arrival = v; return nil }},
+	{"arrival", "arrival of requests: " + arrivalNames() + " (workload.arrival)", "workload.arrival",
+		func(s *Spec, v string) error { s.Workload.Arrival = arrival.Kind(v); return nil }},
 	{"warmup", "time before the load is measured, e.g. 5s (workload.warmup)", "workload.warmup",
 		func(s *Spec, v string) error { return parseDuration(v, &s.Workload.Warmup) }},
 	{"jitter", "link jitter in % of the one-way delay (links.jitter_pct)", "links.jitter_pct",

@@ -15,18 +15,16 @@ import (
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 // Names the run sections accept, and their defaults (what the paper did, where it says).
 const (
-	ArrivalPoisson  = "poisson"
-	ArrivalConstant = "constant"
-
 	// NoCrash is crash_at's value for a run in which the initial leader never crashes.
 	NoCrash = "none"
 
 	DefaultPayloadBytes      = 1024 // 1 kB setData writes (Sec. 4.1)
-	DefaultArrival           = ArrivalPoisson
+	DefaultArrival           = arrival.Poisson
 	DefaultSessionsPerServer = 4
 	DefaultKeys              = 1000
 	DefaultWarmup            = 5 * time.Second
@@ -39,17 +37,22 @@ const (
 	maxWindowKB = 1 << 20
 )
 
-var (
-	arrivals = []string{ArrivalPoisson, ArrivalConstant}
-)
-
 // Workload is the open-loop write load.
 type Workload struct {
 	PayloadBytes      int           // bytes per setData
-	Arrival           string        // ArrivalPoisson or ArrivalConstant
+	Arrival           arrival.Kind  // arrival.Poisson or arrival.Constant
 	SessionsPerServer int           // client sessions pinned to each server
 	Keys              int           // znodes the writes are spread over
 	Warmup            time.Duration // load runs but is not measured as "before the crash" until then
+}
+
+// arrivalNames lists the arrival kinds for errors and help: "poisson, constant".
+func arrivalNames() string {
+	var names []string
+	for _, k := range arrival.Kinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
 }
 
 // Fault is one entry of faults: at a time from the start of the run, a kill or a
@@ -150,7 +153,7 @@ func decodeWorkload(d *decoder, s *Spec) field {
 		w := &s.Workload
 		return d.mapping(n, path, map[string]field{
 			"payload_bytes":       d.integer(&w.PayloadBytes),
-			"arrival":             d.str(&w.Arrival),
+			"arrival":             d.str((*string)(&w.Arrival)),
 			"sessions_per_server": d.integer(&w.SessionsPerServer),
 			"keys":                d.integer(&w.Keys),
 			"warmup":              d.duration(&w.Warmup),

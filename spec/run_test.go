@@ -9,6 +9,7 @@ import (
 
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 // runSpec is a two-DC spec (leader p5, 120 s) with crash_at on line 8 and extra from
@@ -249,8 +250,8 @@ func TestRunNamesMatch(t *testing.T) {
 			t.Errorf("netem.Table(%s): %v", d, err)
 		}
 	}
-	for _, a := range arrivals {
-		if _, err := workload.NewSchedule(workload.Arrival(a), 10, 1); err != nil {
+	for _, a := range arrival.Kinds() {
+		if _, err := workload.NewSchedule(a, 10, 1); err != nil {
 			t.Errorf("workload refuses arrival %s: %v", a, err)
 		}
 	}

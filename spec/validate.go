@@ -13,6 +13,7 @@ import (
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 // where is the position of a field path: its own, or that of the closest enclosing
@@ -272,8 +273,8 @@ func (s *Spec) checkWorkload() error {
 			return s.errf(f.path, "%d must be at least 1", f.v)
 		}
 	}
-	if !slices.Contains(arrivals, w.Arrival) {
-		return s.errf("workload.arrival", "unknown arrival %q (known: %s)", w.Arrival, strings.Join(arrivals, ", "))
+	if !slices.Contains(arrival.Kinds(), w.Arrival) {
+		return s.errf("workload.arrival", "unknown arrival %q (known: %s)", w.Arrival, arrivalNames())
 	}
 	if w.Warmup < 0 {
 		return s.errf("workload.warmup", "%v is negative", w.Warmup)

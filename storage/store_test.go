@@ -159,7 +159,7 @@ func TestFileSnapshotDamage(t *testing.T) {
 func workload(n int) []zab.Txn {
 	var out []zab.Txn
 	for i := range n {
-		z := zab.MakeZxid(1+uint32(i/100), uint32(i%100+1))
+		z := zab.MakeZxid(zab.Epoch(1+i/100), uint32(i%100+1))
 		sess := int64(1 + i%3)
 		var op datatree.Op
 		switch i % 10 {

@@ -33,8 +33,8 @@ const hardStateMagic = "PHS1"
 // Save implements HardStateStore.
 func (f *FileHardState) Save(hs zab.HardState) error {
 	b := []byte(hardStateMagic)
-	b = binary.LittleEndian.AppendUint32(b, hs.AcceptedEpoch)
-	b = binary.LittleEndian.AppendUint32(b, hs.CurrentEpoch)
+	b = binary.LittleEndian.AppendUint32(b, uint32(hs.AcceptedEpoch))
+	b = binary.LittleEndian.AppendUint32(b, uint32(hs.CurrentEpoch))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	tmp := f.Path + ".tmp"
 	if err := writeFileSync(tmp, b, f.Fsync); err != nil {
@@ -76,7 +76,7 @@ func (f *FileHardState) Load() (zab.HardState, error) {
 	if len(b) != 16 || string(b[:4]) != hardStateMagic || crc32.Checksum(b[:12], castagnoli) != binary.LittleEndian.Uint32(b[12:]) {
 		return zab.HardState{}, fmt.Errorf("storage: hard state %s: %w", f.Path, ErrCorrupt)
 	}
-	return zab.HardState{AcceptedEpoch: binary.LittleEndian.Uint32(b[4:]), CurrentEpoch: binary.LittleEndian.Uint32(b[8:])}, nil
+	return zab.HardState{AcceptedEpoch: zab.Epoch(binary.LittleEndian.Uint32(b[4:])), CurrentEpoch: zab.Epoch(binary.LittleEndian.Uint32(b[8:]))}, nil
 }
 
 // MemHardState is a HardStateStore in memory.

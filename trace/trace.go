@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/polebench/polebench/zxid"
 )
 
 // Kind is the step a mark records.
@@ -46,7 +48,7 @@ func (k Kind) String() string {
 
 // Mark is one step of one write on one server.
 type Mark struct {
-	Zxid uint64
+	Zxid zxid.Zxid
 	At   int64 // ns of the server's clock: netem.Now in poled, virtual time in the simulator
 	Kind Kind
 	Peer uint8 // Quorum: the server whose ACK completed it
@@ -131,7 +133,7 @@ func (p Page) AppendBinary(b []byte) []byte {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	for _, m := range p.Marks {
-		b = binary.BigEndian.AppendUint64(b, m.Zxid)
+		b = binary.BigEndian.AppendUint64(b, uint64(m.Zxid))
 		b = binary.BigEndian.AppendUint64(b, uint64(m.At))
 		b = append(b, byte(m.Kind), m.Peer)
 	}
@@ -153,7 +155,7 @@ func (p *Page) UnmarshalBinary(b []byte) error {
 	p.Marks = make([]Mark, n)
 	for i := range p.Marks {
 		r := body[i*markSize:]
-		m := Mark{Zxid: binary.BigEndian.Uint64(r), At: int64(binary.BigEndian.Uint64(r[8:])), Kind: Kind(r[16]), Peer: r[17]}
+		m := Mark{Zxid: zxid.Zxid(binary.BigEndian.Uint64(r)), At: int64(binary.BigEndian.Uint64(r[8:])), Kind: Kind(r[16]), Peer: r[17]}
 		if m.Kind == 0 || m.Kind >= NumKinds {
 			return fmt.Errorf("trace: mark %d has kind %d", i, r[16])
 		}

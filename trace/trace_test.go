@@ -3,12 +3,14 @@ package trace
 import (
 	"reflect"
 	"testing"
+
+	"github.com/polebench/polebench/zxid"
 )
 
 func TestLogPages(t *testing.T) {
 	l := NewLog(4, 7)
 	for i := range 6 {
-		l.Add(Mark{Zxid: uint64(i), At: int64(100 + i), Kind: Recv})
+		l.Add(Mark{Zxid: zxid.Zxid(i), At: int64(100 + i), Kind: Recv})
 	}
 	for _, tc := range []struct {
 		name             string
@@ -26,7 +28,7 @@ func TestLogPages(t *testing.T) {
 			p := l.Since(tc.from, tc.max)
 			var got []uint64
 			for _, m := range p.Marks {
-				got = append(got, m.Zxid)
+				got = append(got, uint64(m.Zxid))
 			}
 			if got == nil {
 				got = []uint64{}

@@ -10,16 +10,17 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/polebench/polebench/workload/arrival"
 )
 
-// Arrival is the shape of a pacer's schedule.
-type Arrival string
+// Arrival is the shape of a pacer's schedule: package arrival's Kind, which the spec
+// reads too; Poisson and Constant are its names.
+type Arrival = arrival.Kind
 
 const (
-	// Poisson spaces requests by exponential gaps of mean 1/rate (the default).
-	Poisson Arrival = "poisson"
-	// Constant spaces requests exactly 1/rate apart.
-	Constant Arrival = "constant"
+	Poisson  = arrival.Poisson  // exponential gaps of mean 1/rate (the default)
+	Constant = arrival.Constant // exactly 1/rate apart
 )
 
 // Schedule yields the intended send offsets of one pacer. The i-th offset depends only on

@@ -162,8 +162,8 @@ func (m *Message) unmarshal(b []byte, share bool) error {
 	out := Message{Type: t, Fresh: flags&flagFresh != 0, Last: flags&flagLast != 0}
 	out.From = d.id("from")
 	out.To = d.id("to")
-	out.Epoch = d.u32("epoch")
-	out.CurrentEpoch = d.u32("current epoch")
+	out.Epoch = Epoch(d.u32("epoch"))
+	out.CurrentEpoch = Epoch(d.u32("current epoch"))
 	out.Zxid = Zxid(d.uvarint("zxid"))
 	out.Seq = d.u32("seq")
 	out.ReqID = d.uvarint("request id")

@@ -15,7 +15,7 @@ func mkHistory(base Zxid, zs ...Zxid) history {
 	return h
 }
 
-func z(e, c uint32) Zxid { return MakeZxid(e, c) }
+func z(e Epoch, c uint32) Zxid { return MakeZxid(e, c) }
 
 func TestSyncPlan(t *testing.T) {
 	// The sender's (authoritative) history: epoch 1 up to 1.3, epoch 3 up to 3.2,
@@ -99,7 +99,7 @@ func TestNewRejectsBadPersistedState(t *testing.T) {
 // finds, for zxids present, absent, in older epochs and beyond the ends.
 func TestHistoryIndex(t *testing.T) {
 	var h history
-	for e := uint32(1); e <= 3; e++ {
+	for e := Epoch(1); e <= 3; e++ {
 		for c := uint32(1); c <= 5; c++ {
 			if e == 2 && c == 3 || e == 3 && c == 2 {
 				continue // holes, as no log of ours has: the fallback to the search is exercised
@@ -107,7 +107,7 @@ func TestHistoryIndex(t *testing.T) {
 			h.ents = append(h.ents, Entry{Txn: Txn{Zxid: z(e, c)}})
 		}
 	}
-	for e := uint32(0); e <= 4; e++ {
+	for e := Epoch(0); e <= 4; e++ {
 		for c := uint32(0); c <= 7; c++ {
 			q := z(e, c)
 			want := sort.Search(len(h.ents), func(i int) bool { return h.ents[i].Zxid > q })

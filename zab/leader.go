@@ -29,9 +29,9 @@ const (
 type peerState struct {
 	id       int
 	phase    peerPhase
-	heard    int64  // tick a message last came from it
-	accepted uint32 // FOLLOWERINFO's accepted epoch
-	current  uint32 // ACKEPOCH's current epoch
+	heard    int64 // tick a message last came from it
+	accepted Epoch // FOLLOWERINFO's accepted epoch
+	current  Epoch // ACKEPOCH's current epoch
 	sum      Summary
 	fresh    bool // its ACKEPOCH accepted our epoch for the first time
 	ackOrder int  // order among fresh ACKEPOCHs

@@ -90,8 +90,8 @@ func (s Summary) has(z Zxid) bool {
 type Message struct {
 	Type         MsgType
 	From, To     int
-	Epoch        uint32
-	CurrentEpoch uint32
+	Epoch        Epoch
+	CurrentEpoch Epoch
 	Fresh        bool
 	Last         bool
 	Zxid         Zxid

@@ -125,7 +125,7 @@ type Node struct {
 
 	role   Role
 	leader int
-	epoch  uint32 // epoch of the leadership being established or served (0: not yet known)
+	epoch  Epoch // epoch of the leadership being established or served (0: not yet known)
 	ls     *leaderState
 	fs     *followerState
 	snapIn *snapIn

@@ -71,8 +71,8 @@ func (*SetHardState) isOp()  {}
 
 // HardState is the part of the state besides the log that must survive a restart.
 type HardState struct {
-	AcceptedEpoch uint32
-	CurrentEpoch  uint32
+	AcceptedEpoch Epoch
+	CurrentEpoch  Epoch
 }
 
 // Persisted is what a restarted server gives New: what its driver persisted.
@@ -135,7 +135,7 @@ func (t EventType) String() string { return string(t.Kind()) }
 type Event struct {
 	Type   EventType
 	Leader int
-	Epoch  uint32 // the leader's epoch, once known
+	Epoch  Epoch  // the leader's epoch, once known
 	Zxid   Zxid   // LEADING: last zxid; SYNCED: commit point; FIRST_COMMIT: its zxid
 	Reason string // LOOKING only
 }
@@ -169,11 +169,11 @@ func (r Role) String() string {
 type Status struct {
 	ID            int
 	Role          Role
-	Leader        int    // 0 while looking
-	Serving       bool   // in the broadcast phase: Propose works
-	Epoch         uint32 // the epoch of the leader being followed or led, once known
-	AcceptedEpoch uint32
-	CurrentEpoch  uint32
+	Leader        int   // 0 while looking
+	Serving       bool  // in the broadcast phase: Propose works
+	Epoch         Epoch // the epoch of the leader being followed or led, once known
+	AcceptedEpoch Epoch
+	CurrentEpoch  Epoch
 	LastZxid      Zxid // last transaction in the log
 	Committed     Zxid // highest known committed
 	Applied       Zxid // highest handed to the state machine

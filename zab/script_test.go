@@ -125,7 +125,7 @@ func parseZx(s string) (Zxid, error) {
 	if err1 != nil || err2 != nil {
 		return 0, fmt.Errorf("zxid %q: want EPOCH.COUNTER", s)
 	}
-	return MakeZxid(uint32(ep), uint32(ct)), nil
+	return MakeZxid(Epoch(ep), uint32(ct)), nil
 }
 
 func parseZxList(s string) ([]Zxid, error) {
@@ -193,7 +193,7 @@ func runCommand(np **Node, line string) (string, error) {
 			a, c, _ := strings.Cut(v, "/")
 			av, _ := strconv.ParseUint(a, 10, 32)
 			cv, _ := strconv.ParseUint(c, 10, 32)
-			st.HardState = HardState{AcceptedEpoch: uint32(av), CurrentEpoch: uint32(cv)}
+			st.HardState = HardState{AcceptedEpoch: Epoch(av), CurrentEpoch: Epoch(cv)}
 		}
 		nn, err := New(cfg, st)
 		if err != nil {
@@ -240,7 +240,7 @@ func runCommand(np **Node, line string) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("unknown message type %q", f[1])
 		}
-		m := Message{Type: t, From: int(num("from")), To: n.id, Epoch: uint32(num("e")), CurrentEpoch: uint32(num("cur")),
+		m := Message{Type: t, From: int(num("from")), To: n.id, Epoch: Epoch(num("e")), CurrentEpoch: Epoch(num("cur")),
 			Seq: uint32(num("seq")), ReqID: num("req")}
 		_, m.Fresh = args["fresh"]
 		_, m.Last = args["last"]

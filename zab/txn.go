@@ -24,21 +24,18 @@
 // commits that history, sends UPTODATE and serves: PROPOSAL, ACK, COMMIT.
 package zab
 
-import "fmt"
+import "github.com/polebench/polebench/zxid"
 
-// Zxid identifies a transaction: the epoch in the high 32 bits, a counter in the low 32.
-type Zxid uint64
+// Zxid identifies a transaction: the epoch in the high 32 bits, a counter in the low 32
+// (package zxid's, a leaf, so the election, the events and the traces share it).
+type Zxid = zxid.Zxid
+
+// Epoch is the broadcast's epoch: a leader's term, the high 32 bits of its zxids. It
+// is not the election's epoch (pole.Epoch).
+type Epoch = zxid.Epoch
 
 // MakeZxid builds a zxid from an epoch and a counter.
-func MakeZxid(epoch, counter uint32) Zxid { return Zxid(uint64(epoch)<<32 | uint64(counter)) }
-
-// Epoch is the epoch part of z.
-func (z Zxid) Epoch() uint32 { return uint32(z >> 32) }
-
-// Counter is the counter part of z.
-func (z Zxid) Counter() uint32 { return uint32(z) }
-
-func (z Zxid) String() string { return fmt.Sprintf("0x%x", uint64(z)) }
+func MakeZxid(epoch Epoch, counter uint32) Zxid { return zxid.Make(epoch, counter) }
 
 // Txn is one transaction as the broadcast carries, logs and commits it. Data is opaque
 // here: the replica encodes the state update (package datatree) into it, so broadcast

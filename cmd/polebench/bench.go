@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/bench"
-	"github.com/polebench/polebench/loadtest"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/progress"
 )
 
@@ -21,7 +21,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	flavors := fs.String("flavor", "poled,zookeeper", "flavors, comma-separated: poled, zookeeper")
 	servers := fs.String("servers", "3", "ensemble sizes, comma-separated")
 	fsync := fs.String("fsync", "off", "fsync of the log before acknowledging: off, on, or off,on")
-	mode := fs.String("mode", loadtest.Closed, "closed (each client writes when answered) or open (--rate in all, latency from the intended time)")
+	mode := fs.String("mode", bench.Closed, "closed (each client writes when answered) or open (--rate in all, latency from the intended time)")
 	rate := fs.Float64("rate", 0, "open loop: total writes/s")
 	clients := fs.Int("clients", 32, "client sessions, round-robin over the servers")
 	payload := fs.Int("payload", 1024, "bytes per setData")
@@ -38,16 +38,16 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	cfg := loadtest.Config{Flavors: loadtest.SplitList(*flavors), Mode: *mode, Rate: *rate, Clients: *clients,
+	cfg := bench.Config{Flavors: bench.SplitList(*flavors), Mode: *mode, Rate: *rate, Clients: *clients,
 		Payload: *payload, Warmup: *warmup, Duration: *duration, Repetitions: *reps}
-	for _, s := range loadtest.SplitList(*servers) {
+	for _, s := range bench.SplitList(*servers) {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return fmt.Errorf("--servers: %q is not a number", s)
 		}
 		cfg.Servers = append(cfg.Servers, n)
 	}
-	for _, s := range loadtest.SplitList(*fsync) {
+	for _, s := range bench.SplitList(*fsync) {
 		switch s {
 		case "on":
 			cfg.Fsync = append(cfg.Fsync, true)
@@ -75,13 +75,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	cfg.Progress = progress.New(stdout)
 	ctx, stop := signalContext()
 	defer stop()
-	res, runErr := loadtest.Run(ctx, cfg)
+	res, runErr := bench.Run(ctx, cfg)
 	cfg.Progress.Done()
 	if res == nil {
 		return runErr
 	}
 	// What was measured is kept, also when a later setting failed or ^C stopped it.
-	table, err := res.Save(*out, bench.HostEnv(ctx, version))
+	table, err := res.Save(*out, benchdata.HostEnv(ctx, version))
 	fmt.Fprint(stdout, table)
 	if err != nil {
 		return err

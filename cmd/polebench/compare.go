@@ -7,14 +7,14 @@ import (
 	"os"
 	"strings"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 )
 
 const compareSummary = "Compare two nights (bench.json files, or run, campaign or nightly directories), or a night with the last K nights of a history: a metric regresses when a two-sided Mann-Whitney U test rejects at --alpha and its median moved the worse way by at least the metric's minimum effect; any lost acknowledged write fails. Exit status 1 on a failure"
 
 func runCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("compare", "[--trusted-only] OLD NEW | --history FILE [--last K] NEW", compareSummary, stderr)
-	alpha := fs.Float64("alpha", bench.DefaultAlpha, "significance level of the test")
+	alpha := fs.Float64("alpha", benchdata.DefaultAlpha, "significance level of the test")
 	history := fs.String("history", "", "compare NEW with the last --last nights of this history file instead of OLD")
 	last := fs.Int("last", 5, "with --history: how many nights make the baseline (their samples pooled)")
 	format := fs.String("format", "text", "output on stdout: text or markdown")
@@ -28,21 +28,21 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	cur, err := bench.Load(pos[len(pos)-1])
+	cur, err := benchdata.Load(pos[len(pos)-1])
 	if err != nil {
 		return err
 	}
-	var old *bench.File
+	var old *benchdata.File
 	var note string
 	if *history != "" {
-		nights, err := bench.ReadHistory(*history)
+		nights, err := benchdata.ReadHistory(*history)
 		skipped := 0
 		if err == nil {
-			nights, skipped = bench.Comparable(nights, cur.Env)
-			old, err = bench.Baseline(nights, *last)
+			nights, skipped = benchdata.Comparable(nights, cur.Env)
+			old, err = benchdata.Baseline(nights, *last)
 		}
 		switch {
-		case errors.Is(err, os.ErrNotExist) || errors.Is(err, bench.ErrNoBaseline):
+		case errors.Is(err, os.ErrNotExist) || errors.Is(err, benchdata.ErrNoBaseline):
 			msg := fmt.Sprintf("no baseline yet: %s has no night; nothing to compare with\n", *history)
 			if skipped > 0 {
 				msg = fmt.Sprintf("no baseline yet: %s has %d night(s), none of this suite and length or all planted; nothing to compare with\n", *history, skipped)
@@ -55,10 +55,10 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		if skipped > 0 {
 			note += fmt.Sprintf("; %d night(s) of another suite or length, or planted, left out", skipped)
 		}
-	} else if old, err = bench.Load(pos[0]); err != nil {
+	} else if old, err = benchdata.Load(pos[0]); err != nil {
 		return err
 	}
-	c, err := bench.CompareWith(old, cur, bench.Options{Alpha: *alpha, TrustedOnly: *trustedOnly})
+	c, err := benchdata.CompareWith(old, cur, benchdata.Options{Alpha: *alpha, TrustedOnly: *trustedOnly})
 	if err != nil {
 		return err
 	}
@@ -102,11 +102,11 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 
 // noBaseline reports a night without a baseline: nothing to compare, but its fidelity
 // verdicts still go to the output and the job summary.
-func noBaseline(msg string, cur *bench.File, markdown string, stdout io.Writer) error {
+func noBaseline(msg string, cur *benchdata.File, markdown string, stdout io.Writer) error {
 	fmt.Fprint(stdout, msg)
 	if len(cur.Fidelity) > 0 {
 		fmt.Fprintln(stdout, "\nfidelity of the new night:")
-		if err := bench.WriteFidelityText(stdout, cur.Fidelity); err != nil {
+		if err := benchdata.WriteFidelityText(stdout, cur.Fidelity); err != nil {
 			return err
 		}
 	}
@@ -117,7 +117,7 @@ func noBaseline(msg string, cur *bench.File, markdown string, stdout io.Writer) 
 	b.WriteString("### Nightly benchmarks: no baseline yet\n\n" + msg)
 	if len(cur.Fidelity) > 0 {
 		b.WriteString("\n#### Fidelity of the new night\n\n")
-		if err := bench.WriteFidelityMarkdown(&b, cur.Fidelity, false); err != nil {
+		if err := benchdata.WriteFidelityMarkdown(&b, cur.Fidelity, false); err != nil {
 			return err
 		}
 	}

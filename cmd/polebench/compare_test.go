@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/polebench/polebench/analysis"
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 )
 
 // TestCompareCLI checks compare's exit status and outputs on synthetic bench.json files
@@ -17,9 +17,9 @@ func TestCompareCLI(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, d1, lost []float64) string {
 		t.Helper()
-		f := &bench.File{Format: bench.FormatVersion, Metrics: []bench.Metric{
-			{Name: "e/latency.mean.before.D1", Unit: "ms", Better: bench.Lower, MinEffect: bench.MinEffect{Abs: 1, Rel: 0.05}, Samples: d1},
-			{Name: "e/" + bench.LostWritesKey, Unit: "writes", Better: bench.Lower, Samples: lost},
+		f := &benchdata.File{Format: benchdata.FormatVersion, Metrics: []benchdata.Metric{
+			{Name: "e/latency.mean.before.D1", Unit: "ms", Better: benchdata.Lower, MinEffect: benchdata.MinEffect{Abs: 1, Rel: 0.05}, Samples: d1},
+			{Name: "e/" + benchdata.LostWritesKey, Unit: "writes", Better: benchdata.Lower, Samples: lost},
 		}}
 		p := filepath.Join(dir, name)
 		if err := f.WriteFile(p); err != nil {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 )
 
 const historySummary = "Keep the nights: add appends a night (a nightly directory or bench.json, or run directories) to the history file (JSON lines); plot draws each metric over the nights with change points marked"
@@ -33,7 +33,7 @@ func runHistory(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case sub == "add" && len(pos) == 1:
-		f, err := bench.Load(pos[0])
+		f, err := benchdata.Load(pos[0])
 		if err != nil {
 			return err
 		}
@@ -42,17 +42,17 @@ func runHistory(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s: not added: %s is a planted night (nightly --set %s)\n", *file, pos[0], strings.Join(f.Env.Planted, " --set "))
 			return nil
 		}
-		if err := bench.AppendHistory(*file, f); err != nil {
+		if err := benchdata.AppendHistory(*file, f); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s: added %s (%d metrics)\n", *file, pos[0], len(f.Metrics))
 		return nil
 	case sub == "plot" && len(pos) == 0:
-		nights, err := bench.ReadHistory(*file)
+		nights, err := benchdata.ReadHistory(*file)
 		if err != nil {
 			return err
 		}
-		files, err := bench.PlotHistory(nights, *out)
+		files, err := benchdata.PlotHistory(nights, *out)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 )
 
 // simNightSuite is two simulator entries, short: the simulator is deterministic, so
@@ -36,7 +36,7 @@ func TestNightlySimulated(t *testing.T) {
 	if err := os.WriteFile(suite, []byte(simNightSuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	night := func(name string, flags ...string) (string, *bench.File) {
+	night := func(name string, flags ...string) (string, *benchdata.File) {
 		t.Helper()
 		out := filepath.Join(dir, name)
 		code, stdout, stderr := runCLI(append([]string{"nightly", "--suite", suite, "--out", out}, flags...)...)
@@ -46,7 +46,7 @@ func TestNightlySimulated(t *testing.T) {
 		if !strings.Contains(stdout, "fidelity (goal met or not") {
 			t.Errorf("nightly %s prints no fidelity table:\n%s", name, stdout)
 		}
-		f, err := bench.ReadFile(filepath.Join(out, bench.FileName))
+		f, err := benchdata.ReadFile(filepath.Join(out, benchdata.FileName))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestNightlySimulated(t *testing.T) {
 		t.Fatalf("fidelity %+v, want one verdict per entry", f1.Fidelity)
 	}
 	for _, fd := range append(f1.Fidelity, f3.Fidelity...) {
-		if fd.Verdict != bench.FidelityMet || fd.Host.Verdict != bench.HostNotMeasured || len(fd.Checks) == 0 {
+		if fd.Verdict != benchdata.FidelityMet || fd.Host.Verdict != benchdata.HostNotMeasured || len(fd.Checks) == 0 {
 			t.Errorf("%s: fidelity %s, host %q, %d checks", fd.Entry, fd.Verdict, fd.Host.Verdict, len(fd.Checks))
 		}
 	}
@@ -133,7 +133,7 @@ func TestNightlySimulated(t *testing.T) {
 			t.Errorf("the planted night was added to the history: %s", stdout)
 		}
 	}
-	if nights, err := bench.ReadHistory(hist); err != nil || len(nights) != 2 {
+	if nights, err := benchdata.ReadHistory(hist); err != nil || len(nights) != 2 {
 		t.Errorf("history: %d nights, %v", len(nights), err)
 	}
 	if code, stdout, _ := runCLI("compare", "--history", hist, "--last", "2", planted); code != 1 || !strings.Contains(compareRow(stdout, "two-dc/latency.mean.before.D2"), "REGRESSION") {

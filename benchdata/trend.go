@@ -1,4 +1,4 @@
-package bench
+package benchdata
 
 import (
 	"errors"
@@ -32,10 +32,10 @@ const TrendMinN = 5
 func MannKendall(xs []float64) (Trend, error) {
 	n := len(xs)
 	if n < 2 {
-		return Trend{N: n, P: 1}, errors.New("bench: mann-kendall: fewer than 2 values")
+		return Trend{N: n, P: 1}, errors.New("benchdata: mann-kendall: fewer than 2 values")
 	}
 	if slices.ContainsFunc(xs, math.IsNaN) {
-		return Trend{N: n}, errors.New("bench: mann-kendall: NaN in the series")
+		return Trend{N: n}, errors.New("benchdata: mann-kendall: NaN in the series")
 	}
 	t := Trend{N: n}
 	var slopes []float64

@@ -1,4 +1,4 @@
-// Package loadtest is a write benchmark of a replica set on loopback: poled (its own
+// Package bench is a write benchmark of a replica set on loopback: poled (its own
 // processes, cmd/poled) or Apache ZooKeeper (its JVMs), N go-zookeeper clients spread
 // over the servers, 1 kB setData, closed loop (each client writes as fast as it is
 // answered) or open loop (a fixed total rate on an absolute schedule, latency counted
@@ -6,7 +6,7 @@
 // the settings' measurement windows alternate between them, so a shared machine's
 // load drifts over both alike, and the comparison gives ratios with Mann-Whitney
 // p-values over the repetitions.
-package loadtest
+package bench
 
 import (
 	"context"

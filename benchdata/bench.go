@@ -1,9 +1,9 @@
-// Package bench is the nightly benchmark's data: bench.json (every sample of every
+// Package benchdata is the nightly benchmark's data: bench.json (every sample of every
 // metric, its unit, which direction is better, and the environment), built from run
 // directories on disk (their summary.json files are the contract), the comparison of two
 // of them with a Mann-Whitney U test and a minimum effect size, and the history of
 // nights with change points.
-package bench
+package benchdata
 
 import (
 	"encoding/json"
@@ -118,10 +118,10 @@ func (f *File) Metric(name string) (Metric, bool) {
 func (f *File) WriteFile(path string) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("benchdata: %w", err)
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("benchdata: %w", err)
 	}
 	return nil
 }
@@ -130,18 +130,18 @@ func (f *File) WriteFile(path string) error {
 func ReadFile(path string) (*File, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("benchdata: %w", err)
 	}
 	var f File
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("bench: %s: %w", path, err)
+		return nil, fmt.Errorf("benchdata: %s: %w", path, err)
 	}
 	if f.Format < 1 || f.Format > FormatVersion {
-		return nil, fmt.Errorf("bench: %s: format %d, this polebench reads 1..%d", path, f.Format, FormatVersion)
+		return nil, fmt.Errorf("benchdata: %s: format %d, this polebench reads 1..%d", path, f.Format, FormatVersion)
 	}
 	for _, m := range f.Metrics {
 		if err := checkHost(m.Host, len(m.Samples)); err != nil {
-			return nil, fmt.Errorf("bench: %s: metric %s: %w", path, m.Name, err)
+			return nil, fmt.Errorf("benchdata: %s: metric %s: %w", path, m.Name, err)
 		}
 	}
 	return &f, nil
@@ -178,7 +178,7 @@ func measuredHost(host []string) []string {
 func Load(path string) (*File, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("benchdata: %w", err)
 	}
 	if !st.IsDir() {
 		return ReadFile(path)
@@ -279,10 +279,10 @@ func Collect(root string) (*File, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("benchdata: %w", err)
 	}
 	if len(runs) == 0 {
-		return nil, fmt.Errorf("bench: %s: no bench.json and no run directory (one with spec.resolved.json) in it", root)
+		return nil, fmt.Errorf("benchdata: %s: no bench.json and no run directory (one with spec.resolved.json) in it", root)
 	}
 	f := &File{Format: FormatVersion, Metrics: []Metric{}}
 	samples := map[string][]float64{}
@@ -319,7 +319,7 @@ func Collect(root string) (*File, error) {
 			}
 			s, err := analysis.ReadSummary(p)
 			if err != nil {
-				return nil, fmt.Errorf("bench: %w", err)
+				return nil, fmt.Errorf("benchdata: %w", err)
 			}
 			got++
 			verdict := s.RunVerdict()
@@ -346,7 +346,7 @@ func Collect(root string) (*File, error) {
 func repDirs(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("benchdata: %w", err)
 	}
 	type rep struct {
 		n   int
@@ -372,10 +372,10 @@ func repDirs(dir string) ([]string, error) {
 func readJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("benchdata: %w", err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("bench: %s: %w", path, err)
+		return fmt.Errorf("benchdata: %s: %w", path, err)
 	}
 	return nil
 }

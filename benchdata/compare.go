@@ -1,4 +1,4 @@
-package bench
+package benchdata
 
 import (
 	"cmp"
@@ -122,7 +122,7 @@ func Compare(old, cur *File, alpha float64) (*Comparison, error) {
 func CompareWith(old, cur *File, o Options) (*Comparison, error) {
 	alpha := o.Alpha
 	if alpha <= 0 || alpha >= 1 {
-		return nil, fmt.Errorf("bench: alpha %v not in (0, 1)", alpha)
+		return nil, fmt.Errorf("benchdata: alpha %v not in (0, 1)", alpha)
 	}
 	c := &Comparison{Alpha: alpha, Old: old.Env, New: cur.Env, Fidelity: cur.Fidelity, TrustedOnly: o.TrustedOnly}
 	tooFew := map[string]string{} // experiment → why it is not compared
@@ -190,7 +190,7 @@ func CompareWith(old, cur *File, o Options) (*Comparison, error) {
 			sameOrChanged(&r, ref.MinEffect, old.Env, cur.Env)
 		default:
 			if err := judge(&r, ref.MinEffect, alpha); err != nil {
-				return nil, fmt.Errorf("bench: %s: %w", name, err)
+				return nil, fmt.Errorf("benchdata: %s: %w", name, err)
 			}
 		}
 		c.Rows = append(c.Rows, r)

@@ -1,4 +1,4 @@
-package bench
+package benchdata
 
 // ChangePointAlpha is the significance a split must reach to be a change point; far
 // below Compare's alpha because binary segmentation tries every split of a segment.

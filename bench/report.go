@@ -1,4 +1,4 @@
-package loadtest
+package bench
 
 import (
 	"fmt"
@@ -11,20 +11,20 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 )
 
 // metrics of a window, in the order tables show them.
 var metrics = []struct {
 	name, unit string
-	better     bench.Better
-	min        bench.MinEffect
+	better     benchdata.Better
+	min        benchdata.MinEffect
 	of         func(Window) float64
 }{
-	{"writes_per_s", "writes/s", bench.Higher, bench.MinEffect{Abs: 50, Rel: 0.05}, func(w Window) float64 { return w.WritesPerSec }},
-	{"p50_ms", "ms", bench.Lower, bench.MinEffect{Abs: 0.1, Rel: 0.05}, func(w Window) float64 { return w.P50MS }},
-	{"p99_ms", "ms", bench.Lower, bench.MinEffect{Abs: 0.5, Rel: 0.10}, func(w Window) float64 { return w.P99MS }},
-	{"p999_ms", "ms", bench.Lower, bench.MinEffect{Abs: 1, Rel: 0.20}, func(w Window) float64 { return w.P999MS }},
+	{"writes_per_s", "writes/s", benchdata.Higher, benchdata.MinEffect{Abs: 50, Rel: 0.05}, func(w Window) float64 { return w.WritesPerSec }},
+	{"p50_ms", "ms", benchdata.Lower, benchdata.MinEffect{Abs: 0.1, Rel: 0.05}, func(w Window) float64 { return w.P50MS }},
+	{"p99_ms", "ms", benchdata.Lower, benchdata.MinEffect{Abs: 0.5, Rel: 0.10}, func(w Window) float64 { return w.P99MS }},
+	{"p999_ms", "ms", benchdata.Lower, benchdata.MinEffect{Abs: 1, Rel: 0.20}, func(w Window) float64 { return w.P999MS }},
 }
 
 func samples(ws []Window, of func(Window) float64) []float64 {
@@ -36,10 +36,10 @@ func samples(ws []Window, of func(Window) float64) []float64 {
 }
 
 // trending names the first flavor whose writes/s over its windows show a trend
-// (Mann-Kendall, p < bench.TrendAlpha), or "".
+// (Mann-Kendall, p < benchdata.TrendAlpha), or "".
 func trending(runs map[string][]Window, flavors []string) string {
 	for _, f := range flavors {
-		if t, err := bench.MannKendall(samples(runs[f], func(w Window) float64 { return w.WritesPerSec })); err == nil && t.P < bench.TrendAlpha {
+		if t, err := benchdata.MannKendall(samples(runs[f], func(w Window) float64 { return w.WritesPerSec })); err == nil && t.P < benchdata.TrendAlpha {
 			return f
 		}
 	}
@@ -67,7 +67,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 			ws := r.Runs[s][f]
 			fmt.Fprintf(tw, "%v\t%s", s, f)
 			for _, m := range metrics {
-				fmt.Fprintf(tw, "\t%s", num(bench.Median(samples(ws, m.of))))
+				fmt.Fprintf(tw, "\t%s", num(benchdata.Median(samples(ws, m.of))))
 			}
 			fmt.Fprintf(tw, "\t%d\t\n", len(ws))
 		}
@@ -96,7 +96,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 
 // WriteTrends prints, per setting and flavor, whether writes/s moved over the windows
 // in the order they were measured: Sen's slope per window and the two-sided
-// Mann-Kendall p-value. A trend (p < bench.TrendAlpha) says the warm-up was too short
+// Mann-Kendall p-value. A trend (p < benchdata.TrendAlpha) says the warm-up was too short
 // for that flavor (a JIT still compiling, a cache still filling), so its windows are
 // not its steady state.
 func (r *Result) WriteTrends(w io.Writer) error {
@@ -105,27 +105,27 @@ func (r *Result) WriteTrends(w io.Writer) error {
 	for _, s := range r.Order {
 		for _, f := range r.flavors(s) {
 			ws := samples(r.Runs[s][f], func(w Window) float64 { return w.WritesPerSec })
-			t, err := bench.MannKendall(ws)
+			t, err := benchdata.MannKendall(ws)
 			if err != nil {
 				fmt.Fprintf(tw, "%v\t%s\t-\t-\t-\t-\t%d window(s)\t\n", s, f, len(ws))
 				continue
 			}
 			verdict := "none"
 			switch {
-			case t.P < bench.TrendAlpha && t.S > 0:
+			case t.P < benchdata.TrendAlpha && t.S > 0:
 				verdict = "RISING"
-			case t.P < bench.TrendAlpha:
+			case t.P < benchdata.TrendAlpha:
 				verdict = "FALLING"
-			case len(ws) < bench.TrendMinN:
+			case len(ws) < benchdata.TrendMinN:
 				verdict = fmt.Sprintf("none (%d windows cannot show one)", len(ws))
 			}
-			fmt.Fprintf(tw, "%v\t%s\t%+.0f\t%+.1f%%\t%d\t%.3f\t%s\t\n", s, f, t.Slope, 100*t.Slope/bench.Median(ws), t.S, t.P, verdict)
+			fmt.Fprintf(tw, "%v\t%s\t%+.0f\t%+.1f%%\t%d\t%.3f\t%s\t\n", s, f, t.Slope, 100*t.Slope/benchdata.Median(ws), t.S, t.P, verdict)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "trend of writes/s over the windows in the order measured: Sen's slope, two-sided Mann-Kendall test at alpha %g (at least %d windows to reach it)\n", bench.TrendAlpha, bench.TrendMinN)
+	_, err := fmt.Fprintf(w, "trend of writes/s over the windows in the order measured: Sen's slope, two-sided Mann-Kendall test at alpha %g (at least %d windows to reach it)\n", benchdata.TrendAlpha, benchdata.TrendMinN)
 	return err
 }
 
@@ -147,11 +147,11 @@ func num(v float64) string {
 }
 
 func ratio(a, b []float64) string {
-	ma, mb := bench.Median(a), bench.Median(b)
+	ma, mb := benchdata.Median(a), benchdata.Median(b)
 	if mb == 0 || math.IsNaN(ma) || math.IsNaN(mb) {
 		return "-"
 	}
-	u, err := bench.MannWhitney(a, b)
+	u, err := benchdata.MannWhitney(a, b)
 	if err != nil {
 		return fmt.Sprintf("%.2fx", ma/mb)
 	}
@@ -163,7 +163,7 @@ func ratio(a, b []float64) string {
 // "bench-<mode>-<servers>srv-fsync-<on|off>/<flavor>.<metric>".
 // Save writes the table and the trends into dir/table.txt and the windows into
 // dir/bench.json (with env), and returns the table's text.
-func (r *Result) Save(dir string, env bench.Env) (string, error) {
+func (r *Result) Save(dir string, env benchdata.Env) (string, error) {
 	var table strings.Builder
 	if err := r.WriteTable(&table); err != nil {
 		return "", err
@@ -173,13 +173,13 @@ func (r *Result) Save(dir string, env bench.Env) (string, error) {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "table.txt"), []byte(table.String()), 0o644); err != nil {
-		return "", fmt.Errorf("loadtest: %w", err)
+		return "", fmt.Errorf("bench: %w", err)
 	}
-	return table.String(), r.Bench(env).WriteFile(filepath.Join(dir, bench.FileName))
+	return table.String(), r.Bench(env).WriteFile(filepath.Join(dir, benchdata.FileName))
 }
 
-func (r *Result) Bench(env bench.Env) *bench.File {
-	f := &bench.File{Format: bench.FormatVersion, Env: env}
+func (r *Result) Bench(env benchdata.Env) *benchdata.File {
+	f := &benchdata.File{Format: benchdata.FormatVersion, Env: env}
 	for _, s := range r.Order {
 		fs := "off"
 		if s.Fsync {
@@ -188,12 +188,12 @@ func (r *Result) Bench(env bench.Env) *bench.File {
 		exp := fmt.Sprintf("bench-%s-%dsrv-fsync-%s", r.Mode, s.Servers, fs)
 		for _, fl := range r.flavors(s) {
 			for _, m := range metrics {
-				f.Metrics = append(f.Metrics, bench.Metric{Name: exp + "/" + fl + "." + m.name, Unit: m.unit, Better: m.better,
+				f.Metrics = append(f.Metrics, benchdata.Metric{Name: exp + "/" + fl + "." + m.name, Unit: m.unit, Better: m.better,
 					MinEffect: m.min, Samples: samples(r.Runs[s][fl], m.of)})
 			}
 		}
 	}
-	slices.SortFunc(f.Metrics, func(a, b bench.Metric) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(f.Metrics, func(a, b benchdata.Metric) int { return strings.Compare(a.Name, b.Name) })
 	return f
 }
 

@@ -1,4 +1,4 @@
-package bench
+package benchdata
 
 import (
 	"errors"

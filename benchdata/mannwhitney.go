@@ -1,4 +1,4 @@
-package bench
+package benchdata
 
 import (
 	"errors"
@@ -35,7 +35,7 @@ type MWU struct {
 func MannWhitney(x, y []float64) (MWU, error) {
 	n1, n2 := len(x), len(y)
 	if n1 == 0 || n2 == 0 {
-		return MWU{}, errors.New("bench: mann-whitney: an empty sample")
+		return MWU{}, errors.New("benchdata: mann-whitney: an empty sample")
 	}
 	type obs struct {
 		v     float64
@@ -50,7 +50,7 @@ func MannWhitney(x, y []float64) (MWU, error) {
 	}
 	for _, o := range all {
 		if math.IsNaN(o.v) {
-			return MWU{}, errors.New("bench: mann-whitney: NaN in a sample")
+			return MWU{}, errors.New("benchdata: mann-whitney: NaN in a sample")
 		}
 	}
 	slices.SortFunc(all, func(a, b obs) int {

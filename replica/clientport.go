@@ -10,13 +10,14 @@ import (
 	"github.com/polebench/polebench/zkserver"
 )
 
-// backend is the Node as the client port sees it (zkserver.Backend).
-type backend Node
+// clientPortView is the Node as the client port sees it: the zkserver.Backend the
+// client port submits transactions to, reads the tree from and asks for its status.
+type clientPortView Node
 
 var errStopping = errors.New("server stopping")
 
-func (b *backend) Submit(txn datatree.Txn) <-chan zkserver.Outcome {
-	n := (*Node)(b)
+func (v *clientPortView) Submit(txn datatree.Txn) <-chan zkserver.Outcome {
+	n := (*Node)(v)
 	ch := make(chan zkserver.Outcome, 1)
 	txn.Time = time.Now().UnixMilli()
 	user := txn.Type != datatree.OpCreateSession && txn.Type != datatree.OpCloseSession
@@ -30,9 +31,9 @@ func (b *backend) Submit(txn datatree.Txn) <-chan zkserver.Outcome {
 
 // Sync orders a no-op through the leader: once it is applied here, so is everything
 // the leader had committed before it.
-func (b *backend) Sync() <-chan error {
+func (v *clientPortView) Sync() <-chan error {
 	out := make(chan error, 1)
-	res := b.Submit(datatree.Txn{Op: datatree.Noop()})
+	res := v.Submit(datatree.Txn{Op: datatree.Noop()})
 	go func() {
 		o := <-res
 		out <- o.Err
@@ -40,17 +41,17 @@ func (b *backend) Sync() <-chan error {
 	return out
 }
 
-func (b *backend) Read(fn func(t *datatree.Tree)) { b.d.Read(fn) }
+func (v *clientPortView) Read(fn func(t *datatree.Tree)) { v.d.Read(fn) }
 
-func (b *backend) Touch(id int64) {
+func (v *clientPortView) Touch(id int64) {
 	select {
-	case b.touches <- id:
+	case v.touches <- id:
 	default: // the loop is behind; the next touch will do
 	}
 }
 
-func (b *backend) Status() zkserver.BackendStatus {
-	s := b.status.Load()
+func (v *clientPortView) Status() zkserver.BackendStatus {
+	s := v.status.Load()
 	if s == nil {
 		return zkserver.BackendStatus{}
 	}

@@ -1,4 +1,4 @@
-package bench
+package benchdata
 
 import (
 	"bufio"
@@ -55,18 +55,18 @@ func NightOf(f *File) Night {
 func AppendHistory(path string, f *File) error {
 	b, err := json.Marshal(NightOf(f))
 	if err != nil {
-		return fmt.Errorf("bench: history: %w", err)
+		return fmt.Errorf("benchdata: history: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("bench: history: %w", err)
+		return fmt.Errorf("benchdata: history: %w", err)
 	}
 	h, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("bench: history: %w", err)
+		return fmt.Errorf("benchdata: history: %w", err)
 	}
 	if _, err := h.Write(append(b, '\n')); err != nil {
 		h.Close()
-		return fmt.Errorf("bench: history: %w", err)
+		return fmt.Errorf("benchdata: history: %w", err)
 	}
 	return h.Close()
 }
@@ -77,7 +77,7 @@ func AppendHistory(path string, f *File) error {
 func ReadHistory(path string) ([]Night, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("bench: history: %w", err)
+		return nil, fmt.Errorf("benchdata: history: %w", err)
 	}
 	var nights []Night
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -118,7 +118,7 @@ var ErrNoBaseline = errors.New("the history has no night yet")
 // identical nights adds nothing, and a change is judged against the newest.
 func Baseline(nights []Night, k int) (*File, error) {
 	if k < 1 {
-		return nil, fmt.Errorf("bench: baseline of %d nights", k)
+		return nil, fmt.Errorf("benchdata: baseline of %d nights", k)
 	}
 	if len(nights) == 0 {
 		return nil, ErrNoBaseline

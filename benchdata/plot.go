@@ -1,4 +1,4 @@
-package bench
+package benchdata
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ func PlotHistory(nights []Night, dir string) ([]string, error) {
 		return nil, ErrNoBaseline
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: plot: %w", err)
+		return nil, fmt.Errorf("benchdata: plot: %w", err)
 	}
 	names := map[string]bool{}
 	for _, n := range nights {
@@ -71,12 +71,12 @@ func plotMetric(nights []Night, name, path string) error {
 	}
 	sc, err := plotter.NewScatter(dots)
 	if err != nil {
-		return fmt.Errorf("bench: plot %s: %w", name, err)
+		return fmt.Errorf("benchdata: plot %s: %w", name, err)
 	}
 	sc.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 140}, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
 	l, err := plotter.NewLine(medians)
 	if err != nil {
-		return fmt.Errorf("bench: plot %s: %w", name, err)
+		return fmt.Errorf("benchdata: plot %s: %w", name, err)
 	}
 	l.Width = vg.Points(1.5)
 	l.Color = color.RGBA{B: 200, A: 255}
@@ -97,7 +97,7 @@ func plotMetric(nights []Night, name, path string) error {
 	p.X.Min = 0.5
 	p.X.Max = float64(len(nights)) + 0.5
 	if err := p.Save(8*vg.Inch, 4*vg.Inch, path); err != nil {
-		return fmt.Errorf("bench: plot %s: %w", path, err)
+		return fmt.Errorf("benchdata: plot %s: %w", path, err)
 	}
 	return nil
 }

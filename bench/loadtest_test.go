@@ -1,4 +1,4 @@
-package loadtest
+package bench
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/bench"
+	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 )
@@ -64,12 +64,12 @@ func TestBenchBothFlavors(t *testing.T) {
 			if got := strings.Contains(b.String(), "at 300 writes/s in all"); got != (mode == Open) {
 				t.Errorf("%s loop: the table's note mentions the rate: %v\n%s", mode, got, b.String())
 			}
-			f := res.Bench(bench.Env{})
+			f := res.Bench(benchdata.Env{})
 			if len(f.Metrics) != 2*len(metrics) {
 				t.Fatalf("%d metrics in bench.json, want %d", len(f.Metrics), 2*len(metrics))
 			}
 			name := "bench-" + mode + "-3srv-fsync-off/zookeeper.writes_per_s"
-			if m, ok := f.Metric(name); !ok || len(m.Samples) != 2 || m.Better != bench.Higher {
+			if m, ok := f.Metric(name); !ok || len(m.Samples) != 2 || m.Better != benchdata.Higher {
 				t.Errorf("bench.json %s: %+v, %v", name, m, ok)
 			}
 		})
