@@ -30,6 +30,7 @@ import (
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 // Modes of load.
@@ -346,7 +347,7 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 	if c.Mode == Open {
 		for i := range scheds {
 			var err error
-			if scheds[i], err = workload.NewSchedule(workload.Constant, c.Rate/float64(len(t.conns)), 0); err != nil {
+			if scheds[i], err = workload.NewSchedule(arrival.Constant, c.Rate/float64(len(t.conns)), 0); err != nil {
 				return Window{}, err
 			}
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/workload/arrival"
 	"github.com/polebench/polebench/zab"
 )
 
@@ -40,7 +41,7 @@ type Config struct {
 	Faults        []nemesis.Fault
 
 	Rates        map[string]float64 // req/s per DC
-	Arrival      workload.Arrival
+	Arrival      arrival.Kind
 	Seed         uint64 // the run's seed: the workload's streams
 	Duration     time.Duration
 	PayloadBytes int // default 1024

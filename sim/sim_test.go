@@ -12,6 +12,7 @@ import (
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 // config is a shipped spec's simulated run, shortened.
@@ -28,7 +29,7 @@ func config(t testing.TB, name string, d, crash time.Duration, seed uint64) Conf
 	}
 	return Config{Topology: topo, Plan: sp.Plan(topo, seed), Oracle: sp.Oracle, InitialLeader: sp.InitialLeader,
 		Faults: []nemesis.Fault{{At: crash, Kind: nemesis.Crash, Server: sp.InitialLeader}},
-		Rates:  sp.RatesByDC(), Arrival: workload.Poisson, Seed: seed, Duration: d}
+		Rates:  sp.RatesByDC(), Arrival: arrival.Poisson, Seed: seed, Duration: d}
 }
 
 func meanMS(recs []workload.Record, dc string, from, to time.Duration) float64 {
@@ -149,7 +150,7 @@ func BenchmarkRunLarge(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := Config{Topology: topo, Plan: sp.Plan(topo, 1), Oracle: sp.Oracle, InitialLeader: sp.InitialLeader,
-		Faults: sp.FaultSchedule(), Rates: sp.RatesByDC(), Arrival: workload.Poisson, Seed: 1, Duration: sp.Duration}
+		Faults: sp.FaultSchedule(), Rates: sp.RatesByDC(), Arrival: arrival.Poisson, Seed: 1, Duration: sp.Duration}
 	benchRun(b, cfg)
 }
 

@@ -73,7 +73,7 @@ func (t *Test) Workload(servers []cluster.Server, records string, log *slog.Logg
 		ws = append(ws, workload.Server{ID: s.ID, DC: s.DC, Addr: s.Client})
 	}
 	return workload.Config{
-		Servers: ws, Rates: t.Rates, Arrival: workload.Arrival(sp.Workload.Arrival),
+		Servers: ws, Rates: t.Rates, Arrival: sp.Workload.Arrival,
 		Seed: t.Seed, Duration: sp.Duration, PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys,
 		SessionsPerServer: sp.Workload.SessionsPerServer, RecordsPath: records, Log: log,
 	}
@@ -84,7 +84,7 @@ func (t *Test) Sim(log *slog.Logger) sim.Config {
 	sp := t.Spec
 	return sim.Config{
 		Topology: t.Topology, Plan: t.Plan, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, PreloadMB: sp.PreloadMB,
-		Faults: t.Faults, Rates: t.Rates, Arrival: workload.Arrival(sp.Workload.Arrival), Seed: t.Seed,
+		Faults: t.Faults, Rates: t.Rates, Arrival: sp.Workload.Arrival, Seed: t.Seed,
 		Duration: sp.Duration, PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys, Log: log, Trace: true,
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/datatree"
+	"github.com/polebench/polebench/workload/arrival"
 	"github.com/polebench/polebench/zkserver"
 )
 
@@ -36,19 +37,19 @@ func standalone(t testing.TB) string {
 
 // openLoop runs rate req/s of 1 kB writes (split over two DCs, as the paper's) for d
 // and returns the stats.
-func openLoop(t *testing.T, rate float64, d time.Duration, arrival Arrival) Stats {
+func openLoop(t *testing.T, rate float64, d time.Duration, kind arrival.Kind) Stats {
 	t.Helper()
 	addr := standalone(t)
 	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Config{Servers: []Server{{ID: 1, DC: "D1", Addr: addr}, {ID: 2, DC: "D2", Addr: addr}},
-		Rates: map[string]float64{"D1": rate / 2, "D2": rate / 2}, Arrival: arrival, Seed: 1, Duration: d, Log: testLog(t)})
+		Rates: map[string]float64{"D1": rate / 2, "D2": rate / 2}, Arrival: kind, Seed: 1, Duration: d, Log: testLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := res.Stats
 	t.Logf("offered %.0f req/s (%s) for %v: achieved %.0f, ok %d of %d; send lag p50 %v p99 %v max %v",
-		st.OfferedRate, arrival, d, st.AchievedRate, st.OK, st.Requests, st.SendLag.P50, st.SendLag.P99, st.SendLag.Max)
+		st.OfferedRate, kind, d, st.AchievedRate, st.OK, st.Requests, st.SendLag.P50, st.SendLag.P99, st.SendLag.Max)
 	if st.OK != st.Requests {
 		t.Fatalf("%d of %d requests not acknowledged", st.Requests-st.OK, st.Requests)
 	}
@@ -60,7 +61,7 @@ func openLoop(t *testing.T, rate float64, d time.Duration, arrival Arrival) Stat
 // schedule (a claim that holds by a factor on any host; how fast the pacer can go and
 // its send lag are benchmarks' and the nightly suite's measurements).
 func TestOpenLoopRate(t *testing.T) {
-	st := openLoop(t, 2000, 3*time.Second, Poisson)
+	st := openLoop(t, 2000, 3*time.Second, arrival.Poisson)
 	if st.AchievedRate < st.ScheduledRate/2 {
 		t.Errorf("achieved %.0f req/s of %.0f scheduled", st.AchievedRate, st.ScheduledRate)
 	}

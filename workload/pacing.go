@@ -14,20 +14,11 @@ import (
 	"github.com/polebench/polebench/workload/arrival"
 )
 
-// Arrival is the shape of a pacer's schedule: package arrival's Kind, which the spec
-// reads too; Poisson and Constant are its names.
-type Arrival = arrival.Kind
-
-const (
-	Poisson  = arrival.Poisson  // exponential gaps of mean 1/rate (the default)
-	Constant = arrival.Constant // exactly 1/rate apart
-)
-
 // Schedule yields the intended send offsets of one pacer. The i-th offset depends only on
 // the arrival kind, the rate and the seed, never on how earlier requests went: a stall in
 // the system under test shows as latency, not as missing requests.
 type Schedule struct {
-	arrival Arrival
+	arrival arrival.Kind
 	rate    float64 // requests per second
 	i       int64
 	sum     float64 // seconds; summed in float64 so rounding never accumulates
@@ -35,27 +26,27 @@ type Schedule struct {
 }
 
 // NewSchedule returns the schedule of a pacer sending rate requests per second.
-func NewSchedule(a Arrival, rate float64, seed uint64) (*Schedule, error) {
+func NewSchedule(a arrival.Kind, rate float64, seed uint64) (*Schedule, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return nil, fmt.Errorf("workload: schedule rate %v: must be a positive number", rate)
 	}
 	s := &Schedule{arrival: a, rate: rate}
 	switch a {
-	case Constant:
-	case Poisson, "":
-		s.arrival = Poisson
+	case arrival.Constant:
+	case arrival.Poisson, "":
+		s.arrival = arrival.Poisson
 		s.rng = rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	default:
-		return nil, fmt.Errorf("workload: arrival %q: want %q or %q", a, Poisson, Constant)
+		return nil, fmt.Errorf("workload: arrival %q: want %q or %q", a, arrival.Poisson, arrival.Constant)
 	}
 	return s, nil
 }
 
 // Next returns the offset from the run's start at which the next request is due.
-// Constant schedules start at 0; Poisson ones at the first exponential gap.
+// arrival.Constant schedules start at 0; arrival.Poisson ones at the first exponential gap.
 func (s *Schedule) Next() time.Duration {
 	var at float64
-	if s.arrival == Constant {
+	if s.arrival == arrival.Constant {
 		at = float64(s.i) / s.rate
 	} else {
 		s.sum += s.rng.ExpFloat64() / s.rate
@@ -66,7 +57,7 @@ func (s *Schedule) Next() time.Duration {
 }
 
 // Offsets returns every intended offset before end: the whole schedule of a run.
-func Offsets(a Arrival, rate float64, seed uint64, end time.Duration) ([]time.Duration, error) {
+func Offsets(a arrival.Kind, rate float64, seed uint64, end time.Duration) ([]time.Duration, error) {
 	s, err := NewSchedule(a, rate, seed)
 	if err != nil {
 		return nil, err

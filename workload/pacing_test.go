@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 func TestConstantScheduleIsExact(t *testing.T) {
@@ -16,7 +18,7 @@ func TestConstantScheduleIsExact(t *testing.T) {
 		{3, []time.Duration{0, 333333333, 666666667, time.Second}},
 		{0.5, []time.Duration{0, 2 * time.Second, 4 * time.Second}},
 	} {
-		s, err := NewSchedule(Constant, tc.rate, 42)
+		s, err := NewSchedule(arrival.Constant, tc.rate, 42)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +29,7 @@ func TestConstantScheduleIsExact(t *testing.T) {
 		}
 	}
 	// No drift after many steps: the millionth offset is exactly 1000 s at 1000 req/s.
-	s, _ := NewSchedule(Constant, 1000, 0)
+	s, _ := NewSchedule(arrival.Constant, 1000, 0)
 	var last time.Duration
 	for range 1_000_001 {
 		last = s.Next()
@@ -38,12 +40,12 @@ func TestConstantScheduleIsExact(t *testing.T) {
 }
 
 func TestScheduleReproducibleFromSeed(t *testing.T) {
-	a, err := Offsets(Poisson, 500, 7, 10*time.Second)
+	a, err := Offsets(arrival.Poisson, 500, 7, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Offsets(Poisson, 500, 7, 10*time.Second)
-	c, _ := Offsets(Poisson, 500, 8, 10*time.Second)
+	b, _ := Offsets(arrival.Poisson, 500, 7, 10*time.Second)
+	c, _ := Offsets(arrival.Poisson, 500, 8, 10*time.Second)
 	if !slices.Equal(a, b) {
 		t.Error("same seed and rate gave different schedules")
 	}
@@ -67,7 +69,7 @@ func TestScheduleReproducibleFromSeed(t *testing.T) {
 
 func TestPoissonMeanRateAndSpread(t *testing.T) {
 	const rate, n = 1000.0, 200_000
-	s, _ := NewSchedule(Poisson, rate, 2011)
+	s, _ := NewSchedule(arrival.Poisson, rate, 2011)
 	var sum, sumsq float64
 	prev := time.Duration(0)
 	for range n {
@@ -91,10 +93,10 @@ func TestPoissonMeanRateAndSpread(t *testing.T) {
 
 func TestNewScheduleRejectsBadInput(t *testing.T) {
 	for _, tc := range []struct {
-		a    Arrival
+		a    arrival.Kind
 		rate float64
 	}{
-		{Poisson, 0}, {Poisson, -1}, {Constant, math.NaN()}, {Constant, math.Inf(1)}, {"bursty", 10},
+		{arrival.Poisson, 0}, {arrival.Poisson, -1}, {arrival.Constant, math.NaN()}, {arrival.Constant, math.Inf(1)}, {"bursty", 10},
 	} {
 		if _, err := NewSchedule(tc.a, tc.rate, 1); err == nil {
 			t.Errorf("NewSchedule(%q, %v) succeeded", tc.a, tc.rate)

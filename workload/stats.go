@@ -9,7 +9,7 @@ import (
 // Stats says whether a run kept its schedule and how its requests ended.
 type Stats struct {
 	OfferedRate   float64 `json:"offered_rate"`   // configured req/s, all DCs
-	ScheduledRate float64 `json:"scheduled_rate"` // requests the schedule held per second (Poisson varies)
+	ScheduledRate float64 `json:"scheduled_rate"` // requests the schedule held per second (arrival.Poisson varies)
 	AchievedRate  float64 `json:"achieved_rate"`  // requests handed to the client per second
 	Requests      int     `json:"requests"`
 	Sent          int     `json:"sent"`

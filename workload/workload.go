@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/workload/arrival"
 )
 
 // Server is one replica as the workload sees it.
@@ -30,7 +31,7 @@ type Server struct {
 type Config struct {
 	Servers  []Server
 	Rates    map[string]float64 // req/s per DC name; a DC without a rate sends nothing
-	Arrival  Arrival            // default Poisson
+	Arrival  arrival.Kind       // default arrival.Poisson
 	Seed     uint64
 	Duration time.Duration // pacing length; 0: until ctx is cancelled
 
@@ -64,7 +65,7 @@ func (c *Config) setDefaults() {
 		}
 	}
 	if c.Arrival == "" {
-		c.Arrival = Poisson
+		c.Arrival = arrival.Poisson
 	}
 	def(&c.PayloadBytes, 1024)
 	def(&c.Keys, 1000)
@@ -100,12 +101,12 @@ func (c *Config) validate() error {
 		if !dcs[dc] {
 			return fmt.Errorf("workload: config: rates: DC %q has no servers", dc)
 		}
-		if _, err := NewSchedule(Poisson, r, 0); r != 0 && err != nil {
+		if _, err := NewSchedule(arrival.Poisson, r, 0); r != 0 && err != nil {
 			return fmt.Errorf("workload: config: rates[%q]: %w", dc, err)
 		}
 	}
-	if c.Arrival != Poisson && c.Arrival != Constant {
-		return fmt.Errorf("workload: config: arrival %q: want %q or %q", c.Arrival, Poisson, Constant)
+	if c.Arrival != arrival.Poisson && c.Arrival != arrival.Constant {
+		return fmt.Errorf("workload: config: arrival %q: want %q or %q", c.Arrival, arrival.Poisson, arrival.Constant)
 	}
 	if !strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
 		return fmt.Errorf("workload: config: prefix %q must start and not end with /", c.Prefix)

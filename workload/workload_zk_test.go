@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polebench/polebench/workload/arrival"
 	"github.com/polebench/polebench/workload/internal/zktest"
 )
 
@@ -177,7 +178,7 @@ func TestKilledZooKeeperMidRun(t *testing.T) {
 	cfg := Config{
 		Servers:        []Server{{ID: 1, DC: "D1", Addr: zkc.Server(1).ClientAddr}},
 		Rates:          map[string]float64{"D1": 400},
-		Arrival:        Constant,
+		Arrival:        arrival.Constant,
 		Keys:           50,
 		RetryFor:       300 * time.Millisecond,
 		SessionTimeout: 30 * time.Second, // sessions survive the restart
