@@ -26,8 +26,8 @@ import (
 )
 
 var (
-	netnsPoledFlag = flag.String("netns.poled", "", "poled binary for TestNetnsKernel (its VM passes /bin/poled)")
-	netnsVMFlag    = flag.Bool("netns.vm", false, "set by TestNetnsKernel in its VM, where nothing else runs")
+	poledFlag = flag.String("netns.poled", "", "poled binary for TestNetnsKernel (its VM passes /bin/poled)")
+	vmFlag    = flag.Bool("netns.vm", false, "set by TestNetnsKernel in its VM, where nothing else runs")
 )
 
 // TestNetnsKernel proves the kernel link path: with tc-netem in every namespace, a TCP
@@ -42,8 +42,8 @@ func TestNetnsKernel(t *testing.T) {
 		kernelInVM(t, err)
 		return
 	}
-	if *netnsPoledFlag != "" {
-		t.Setenv(cluster.PoledEnv, *netnsPoledFlag)
+	if *poledFlag != "" {
+		t.Setenv(cluster.PoledEnv, *poledFlag)
 	}
 	b, err := spec.Shipped("two-dc.yaml")
 	if err != nil {
@@ -171,7 +171,7 @@ func TestNetnsKernel(t *testing.T) {
 
 	// Only inside the VM, where no one else's cluster can be hit: Down with no
 	// label removes every netns cluster, here two abandoned ones.
-	if !*netnsVMFlag {
+	if !*vmFlag {
 		return
 	}
 	var labels []string

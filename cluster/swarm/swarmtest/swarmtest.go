@@ -239,7 +239,7 @@ func defaultAddr() (string, error) {
 	return "", errors.New("no IPv4 address on the default route's interface")
 }
 
-// LabelNode sets the node's SwarmLabelDC-style label key=value for the test and
+// LabelNode sets the node's label key=value (such as swarm.LabelDC) for the test and
 // restores the node's labels after it.
 func LabelNode(t testing.TB, cli *client.Client, nodeID, key, value string) {
 	t.Helper()
