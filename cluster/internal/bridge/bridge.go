@@ -68,13 +68,13 @@ func CheckLabel(label string) error {
 	return nil
 }
 
-// ErrNotRoot is why a machine cannot build the network without root.
-var ErrNotRoot = errors.New("the netns backend needs root (network namespaces and veth pairs): run as root or use --backend local")
+// errNotRoot is why a process cannot build the network without root.
+var errNotRoot = errors.New("the netns backend needs root (network namespaces and veth pairs): run as root or use --backend local")
 
 // CheckRoot says why this process cannot build the network: it is not root.
 func CheckRoot() error {
 	if os.Geteuid() != 0 {
-		return ErrNotRoot
+		return errNotRoot
 	}
 	return nil
 }
