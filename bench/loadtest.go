@@ -26,6 +26,8 @@ import (
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/cluster/local"
+	"github.com/polebench/polebench/cluster/zookeeper"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -264,9 +266,9 @@ func start(ctx context.Context, c Config, s Setting, flavor string) (*target, er
 		Flavor: flavor, Fsync: s.Fsync, Logger: c.Log}
 	t := &target{flavor: flavor}
 	if flavor == backend.FlavorZooKeeper {
-		t.cl, err = cluster.NewZooKeeperLocal(ctx, opts)
+		t.cl, err = zookeeper.NewLocal(ctx, opts)
 	} else {
-		t.cl, err = cluster.NewPoledProcs(ctx, opts)
+		t.cl, err = local.NewProcesses(ctx, opts)
 	}
 	if err != nil {
 		return nil, err

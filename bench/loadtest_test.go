@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/benchdata"
-	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/cluster/zookeeper"
 )
 
 // TestBenchBothFlavors is `polebench bench --flavor poled,zookeeper --servers 3` on a
@@ -17,7 +17,7 @@ import (
 // every window has writes and sane quantiles, the table compares the two, and
 // bench.json holds a sample per window for every metric.
 func TestBenchBothFlavors(t *testing.T) {
-	if err := cluster.ZooKeeperAvailable(); err != nil {
+	if err := zookeeper.Available(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("real ZooKeeper needed under CI: %v", err)
 		}

@@ -1,13 +1,21 @@
-// Package cluster starts, stops, kills and inspects replica clusters on a backend:
-// local (nodes in this process on loopback), netns (processes in network namespaces),
-// docker (containers), swarm (Docker Swarm services, across machines). Every backend
-// gives the harness the same view: client and admin addresses per server, kill and
-// restart, and cleanup of everything it made.
+// Package cluster is the harness's view of a running set of replicas, whatever backend
+// runs them: client and admin addresses per server, kill and restart, and cleanup of
+// everything the backend made (Cluster); the optional views some backends add
+// (Timelines, RTTMeter, Pids); the probes that ask a server what it does (WaitLeader,
+// WaitServing, NodeStatus, ...); and the registry through which New starts a cluster
+// on a backend named at run time. The backends are packages of their own that
+// register themselves from their init (Register, RegisterFlavor): cluster/local (nodes
+// in this process on loopback), cluster/netns (processes in network namespaces),
+// cluster/docker (containers), cluster/swarm (Docker Swarm services, across machines),
+// and cluster/zookeeper (the ZooKeeper flavor, on the local and netns backends). A
+// program that starts clusters by name imports cluster/all, which links every one.
 package cluster
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/polebench/polebench/cluster/backend"
@@ -69,12 +77,6 @@ type Pids interface {
 	Pid(id int) int
 }
 
-var (
-	_ Pids = (*ZKCluster)(nil)
-	_ Pids = (*Netns)(nil)
-	_ Pids = (*dockerCluster)(nil)
-)
-
 // Flavors of replica.
 const (
 	Poled     = backend.FlavorPoled
@@ -99,7 +101,7 @@ type Options struct {
 	Trace bool
 	// WarmUp, if positive, has a ZooKeeper cluster serve closed-loop writes through
 	// every server for that long before its constructor returns (its JIT compiled).
-	// New gives a ZooKeeper cluster ZooKeeperWarmUp when it is zero; negative: none.
+	// New gives a ZooKeeper cluster zookeeper.WarmUp when it is zero; negative: none.
 	WarmUp time.Duration
 	// Label marks everything a backend creates (namespaces, containers, networks) so a
 	// later `polebench cluster down` finds leftovers of a crashed harness.
@@ -110,11 +112,42 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// replicaConfig is server id's poled config as the experiment sets it, the same on
+// ReplicaConfig is server id's poled config as the experiment sets it, the same on
 // every backend; the backend adds where it listens, keeps its data and gets its links.
-func (o Options) replicaConfig(id int, peers []replica.Peer) replica.Config {
+func (o Options) ReplicaConfig(id int, peers []replica.Peer) replica.Config {
 	return replica.Config{
 		ID: id, Servers: peers, Oracle: o.Oracle, InitialLeader: o.InitialLeader, Fsync: o.Fsync,
 		PreloadMB: o.PreloadMB, Trace: o.Trace, Heartbeat: replica.Duration(o.Oracle.Heartbeat),
 	}
+}
+
+// Link modes reported by Cluster.Links.
+const (
+	LinksKernel    = replica.LinksKernel
+	LinksUserSpace = replica.LinksUserSpace
+	LinksNone      = replica.LinksNone // an empty plan: nothing to emulate
+)
+
+// Ports a server listens on where it has an address of its own (a network namespace,
+// a container, a swarm task): ZooKeeper's usual ones, and poled's admin endpoint.
+const (
+	ClientPort   = 2181
+	PeerPort     = 2888
+	ElectionPort = 3888
+	AdminPort    = 8080
+)
+
+// PoledEnv names a poled binary for a backend to run instead of building ./cmd/poled
+// of the source tree it runs in.
+const PoledEnv = "POLEBENCH_POLED"
+
+var labelRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// CheckLabel says why label cannot mark what a backend creates (Options.Label), nil if
+// it can: the names of namespaces, containers and services are made from it.
+func CheckLabel(label string) error {
+	if !labelRE.MatchString(label) {
+		return fmt.Errorf("label %q: want 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit", label)
+	}
+	return nil
 }

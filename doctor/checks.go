@@ -23,9 +23,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/polebench/polebench/analysis"
-	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/image"
+	"github.com/polebench/polebench/cluster/zookeeper"
 	"github.com/polebench/polebench/hiccup"
 )
 
@@ -312,7 +312,7 @@ func dockerCheck(ctx context.Context) Docker {
 
 // Java is Java and Debian's ZooKeeper, as the zookeeper flavor looks for them.
 type Java struct {
-	Ready            bool   `json:"ready"` // cluster.ZooKeeperAvailable
+	Ready            bool   `json:"ready"` // zookeeper.Available
 	Path             string `json:"path,omitempty"`
 	Version          string `json:"version,omitempty"`
 	ZooKeeperJar     string `json:"zookeeper_jar"`
@@ -321,8 +321,8 @@ type Java struct {
 }
 
 func javaCheck(ctx context.Context) Java {
-	j := Java{ZooKeeperJar: cluster.ZooKeeperJar}
-	if err := cluster.ZooKeeperAvailable(); err != nil {
+	j := Java{ZooKeeperJar: zookeeper.Jar}
+	if err := zookeeper.Available(); err != nil {
 		j.Detail = err.Error()
 	} else {
 		j.Ready = true
@@ -336,7 +336,7 @@ func javaCheck(ctx context.Context) Java {
 			j.Version = firstLine(out)
 		}
 	}
-	j.ZooKeeperVersion = jarVersion(cluster.ZooKeeperJar)
+	j.ZooKeeperVersion = jarVersion(zookeeper.Jar)
 	return j
 }
 

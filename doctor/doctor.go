@@ -32,7 +32,7 @@ const (
 	DefaultIdle            = 3 * time.Second
 	DefaultLoopback        = time.Second
 	DefaultBudget          = 105 * time.Second
-	DefaultZooKeeperWarmUp = 10 * time.Second // runs use cluster.ZooKeeperWarmUp (25 s)
+	DefaultZooKeeperWarmUp = 10 * time.Second // runs use zookeeper.WarmUp (25 s)
 	// budgetGrace is how far past the budget a calibration run may go before it is
 	// cut short: the estimate of a run's length is a guess on a busy host.
 	budgetGrace = 5 * time.Second

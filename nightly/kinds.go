@@ -16,6 +16,7 @@ import (
 	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/cluster/zookeeper"
 	"github.com/polebench/polebench/spec"
 )
 
@@ -75,7 +76,7 @@ var kinds = map[string]kind{
 		},
 		check: func(_ context.Context, e Entry) error {
 			if slices.Contains(e.Load.Flavors, backend.FlavorZooKeeper) {
-				return cluster.ZooKeeperAvailable()
+				return zookeeper.Available()
 			}
 			return nil
 		},
@@ -123,7 +124,7 @@ func plannedRun(e Entry) time.Duration {
 	b := cmp.Or(sp.Backend, backend.Local)
 	s := setup[b]
 	if sp.Flavor == backend.FlavorZooKeeper {
-		s += 10*time.Second + cluster.ZooKeeperWarmUp // the JVMs' start, then their JIT's warm-up
+		s += 10*time.Second + zookeeper.WarmUp // the JVMs' start, then their JIT's warm-up
 	}
 	var once time.Duration
 	if b != backend.Local {

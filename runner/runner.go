@@ -17,6 +17,7 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
+	_ "github.com/polebench/polebench/cluster/all" // every backend cluster.New may name
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/zookeeper"
 )
 
 // TestZooKeeperFlavor runs the two-DC experiment with Apache ZooKeeper as the
@@ -43,7 +44,7 @@ func electionLines(t *testing.T, dir string) string {
 }
 
 func TestZooKeeperFlavor(t *testing.T) {
-	if err := cluster.ZooKeeperAvailable(); err != nil {
+	if err := zookeeper.Available(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("real ZooKeeper needed under CI: %v", err)
 		}

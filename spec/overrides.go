@@ -145,7 +145,7 @@ var overrides = []Override{
 			s.Links.WindowBytes = b
 			return err
 		}},
-	{"backend", "where replicas run: " + strings.Join(backend.Names(), ", ") + " (backend)", "backend",
+	{"backend", "", "backend", // Usage: backendUsage, once the backends registered
 		func(s *Spec, v string) error { s.Backend = v; return nil }},
 	{"flavor", "the replicas: " + strings.Join(backend.Flavors(), ", ") + " (flavor)", "flavor",
 		func(s *Spec, v string) error { s.Flavor = v; return nil }},
@@ -163,7 +163,21 @@ var overrides = []Override{
 }
 
 // Overrides lists every override, in a stable order.
-func Overrides() []Override { return slices.Clone(overrides) }
+func Overrides() []Override {
+	out := slices.Clone(overrides)
+	for i := range out {
+		if out[i].Name == "backend" {
+			out[i].Usage = backendUsage()
+		}
+	}
+	return out
+}
+
+// backendUsage names the backends registered by now (package backend): made when asked,
+// not when this package is initialised, which may be before the backends' packages.
+func backendUsage() string {
+	return "where replicas run: " + strings.Join(backend.Names(), ", ") + " (backend)"
+}
 
 func (s *Spec) useSkew() {
 	s.Rates.Shares = nil

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/netns"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/trial"
 )
@@ -39,7 +39,7 @@ func runNetem(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := cluster.NetnsApply(ctx, *label, t.Plan); err != nil {
+		if err := netns.Apply(ctx, *label, t.Plan); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "applied %d links\n", len(t.Plan.Links))
@@ -47,7 +47,7 @@ func runNetem(args []string, stdout, stderr io.Writer) error {
 		if _, err := parseInterleaved(fs, args); err != nil {
 			return flagError(err)
 		}
-		out, err := cluster.NetnsShow(ctx, *label)
+		out, err := netns.Show(ctx, *label)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func runNetem(args []string, stdout, stderr io.Writer) error {
 		if _, err := parseInterleaved(fs, args); err != nil {
 			return flagError(err)
 		}
-		if err := cluster.NetnsClear(ctx, *label); err != nil {
+		if err := netns.Clear(ctx, *label); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "cleared")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/cluster"
+	_ "github.com/polebench/polebench/cluster/all" // every backend cluster.New and cluster.Down may name
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"

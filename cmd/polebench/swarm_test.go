@@ -10,7 +10,7 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
-	"github.com/polebench/polebench/cluster/swarmtest"
+	"github.com/polebench/polebench/cluster/swarm/swarmtest"
 	"github.com/polebench/polebench/spec"
 )
 

@@ -1,0 +1,17 @@
+// Package all links every backend, so that a program that starts clusters by name
+// (cluster.New, cluster.Down, cluster.Check) and checks specs knows each of them: each
+// backend registers itself from its init. A new backend is a package under cluster/
+// and one import line here.
+package all
+
+import (
+	_ "github.com/polebench/polebench/cluster/docker"
+	_ "github.com/polebench/polebench/cluster/local"
+	_ "github.com/polebench/polebench/cluster/netns"
+	_ "github.com/polebench/polebench/cluster/swarm"
+	_ "github.com/polebench/polebench/cluster/zookeeper"
+
+	// The simulator: a backend of the runner, with no cluster to bring up. Package sim
+	// registers its name, which specs may use.
+	_ "github.com/polebench/polebench/sim"
+)

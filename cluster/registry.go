@@ -1,0 +1,214 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/polebench/polebench/cluster/backend"
+)
+
+// Constructor starts a cluster on a backend and returns once every server listens. On
+// error it removes whatever it created.
+type Constructor func(ctx context.Context, opts Options) (Cluster, error)
+
+// DownFunc removes what crashed harnesses left behind of a backend or flavor, the runs
+// labelled label ("" every polebench run's), and lists what it removed.
+type DownFunc func(ctx context.Context, label string) ([]string, error)
+
+// CheckFunc says why this machine cannot run a backend or flavor, without starting
+// anything; nil if it can.
+type CheckFunc func(ctx context.Context) error
+
+// Backend is what a backend package registers (Register, from its init).
+type Backend struct {
+	Name string // as specs and --backend name it
+	// Rank orders backend.Names, lowest first (local 10, netns 20, docker 30, swarm
+	// 40; the simulator, which registers no cluster, 90).
+	Rank int
+	// New starts a cluster of poled replicas, the default flavor.
+	New Constructor
+	// Down, if set, removes what crashed harnesses left of this backend.
+	Down DownFunc
+	// Check, if set, says whether this machine can run the backend.
+	Check CheckFunc
+}
+
+// Flavor is what a package that runs another replica than poled registers
+// (RegisterFlavor, from its init): its constructor on each backend it runs on, the
+// backends being registered by their own packages.
+type Flavor struct {
+	Name string                 // as specs and --flavor name it
+	On   map[string]Constructor // backend name -> constructor
+	// Down, if set, removes what crashed harnesses left of this flavor (beyond what
+	// its backends' Down removes).
+	Down DownFunc
+	// Check, if set, says whether this machine can run the flavor at all (on any of
+	// its backends, whose own Check is asked too).
+	Check CheckFunc
+}
+
+var registry struct {
+	sync.Mutex
+	backends map[string]Backend
+	flavors  map[string]Flavor
+}
+
+// Register adds backend b to those New, Down and Check know, and its name to package
+// backend's (so that a spec may name it). It panics on a backend without a name or a
+// constructor, and on a name registered twice: programming errors, found at start.
+func Register(b Backend) {
+	if b.Name == "" || b.New == nil {
+		panic(fmt.Sprintf("cluster: Register(%q) without a name or a constructor", b.Name))
+	}
+	registry.Lock()
+	if _, dup := registry.backends[b.Name]; dup {
+		registry.Unlock()
+		panic(fmt.Sprintf("cluster: backend %q registered twice", b.Name))
+	}
+	if registry.backends == nil {
+		registry.backends = map[string]Backend{}
+	}
+	registry.backends[b.Name] = b
+	registry.Unlock()
+	backend.Register(backend.Backend{Name: b.Name, Rank: b.Rank, Flavors: []string{Poled}})
+}
+
+// RegisterFlavor adds flavor f to those New, Down and Check know, and tells package
+// backend which backends run it. It panics on a flavor without a name, on poled (every
+// backend runs poled itself), and on a flavor registered twice.
+func RegisterFlavor(f Flavor) {
+	if f.Name == "" || f.Name == Poled {
+		panic(fmt.Sprintf("cluster: RegisterFlavor(%q): a flavor needs a name other than %s", f.Name, Poled))
+	}
+	registry.Lock()
+	if _, dup := registry.flavors[f.Name]; dup {
+		registry.Unlock()
+		panic(fmt.Sprintf("cluster: flavor %q registered twice", f.Name))
+	}
+	if registry.flavors == nil {
+		registry.flavors = map[string]Flavor{}
+	}
+	registry.flavors[f.Name] = f
+	registry.Unlock()
+	for name := range f.On {
+		backend.AddFlavor(name, f.Name)
+	}
+}
+
+// Backends lists the backends New knows (and the simulator's, which it refuses).
+func Backends() []string { return backend.Names() }
+
+// constructor is what starts flavor on backend name, if anything registered one.
+func constructor(name, flavor string) Constructor {
+	registry.Lock()
+	defer registry.Unlock()
+	if flavor == Poled {
+		if b, ok := registry.backends[name]; ok {
+			return b.New
+		}
+		return nil
+	}
+	return registry.flavors[flavor].On[name]
+}
+
+// New starts a cluster on the named backend ("" is local, the embedded default) with
+// opts.Flavor's replicas ("" is poled).
+func New(ctx context.Context, name string, opts Options) (Cluster, error) {
+	name = cmp.Or(name, backend.Local)
+	flavor := cmp.Or(opts.Flavor, Poled)
+	if !slices.Contains(backend.Names(), name) {
+		return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Backends())
+	}
+	if !backend.Runs(name, flavor) {
+		if len(backend.For(flavor)) == 0 {
+			return nil, fmt.Errorf("unknown flavor %q (known: %s)", flavor, strings.Join(backend.Flavors(), ", "))
+		}
+		return nil, fmt.Errorf("flavor %s does not run on backend %q: only on %s (see the README's flavors section)", flavor, name, strings.Join(backend.For(flavor), ", "))
+	}
+	start := constructor(name, flavor)
+	if start == nil {
+		if name == backend.Sim {
+			return nil, fmt.Errorf("backend %q simulates a run (polebench run --backend sim); it has no cluster to bring up", name)
+		}
+		return nil, fmt.Errorf("backend %q registered no cluster of flavor %s", name, flavor)
+	}
+	// The servers of some backends run in another working directory (a network
+	// namespace's process, a container's mount): a relative data root means nothing there.
+	if opts.DataRoot != "" {
+		abs, err := filepath.Abs(opts.DataRoot)
+		if err != nil {
+			return nil, fmt.Errorf("data root: %w", err)
+		}
+		opts.DataRoot = abs
+	}
+	return start(ctx, opts)
+}
+
+// Down removes what crashed harnesses left behind on every registered backend and
+// flavor (network namespaces, links and processes of the netns backend, ZooKeeper JVMs
+// of the local backend, containers, networks and volumes of the docker backend,
+// services, configs, overlay networks and the nodes' containers and volumes of the
+// swarm backend; the local backend lives and dies with the process): the backends by
+// rank, then the flavors by name. Label "" means every polebench run's. It goes on past
+// an error, which names the backend or flavor.
+func Down(ctx context.Context, label string) ([]string, error) {
+	type down struct {
+		name string
+		f    DownFunc
+	}
+	var downs []down
+	registry.Lock()
+	for _, name := range backend.Names() {
+		if b, ok := registry.backends[name]; ok && b.Down != nil {
+			downs = append(downs, down{name, b.Down})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(registry.flavors)) {
+		if f := registry.flavors[name]; f.Down != nil {
+			downs = append(downs, down{name, f.Down})
+		}
+	}
+	registry.Unlock()
+	var removed []string
+	var errs []error
+	for _, d := range downs {
+		r, err := d.f(ctx, label)
+		removed = append(removed, r...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Check says whether this machine can run the named backend ("" is local) with flavor
+// ("" is poled), without starting anything, so a suite of runs can fail an entry at
+// once and say why instead of after each repetition's attempt: what the flavor needs
+// (Java with ZooKeeper's jars for zookeeper), then what the backend needs (root for
+// netns and docker, a Docker engine that answers for docker and swarm, a swarm manager
+// for swarm). nil for local and sim.
+func Check(ctx context.Context, name, flavor string) error {
+	name, flavor = cmp.Or(name, backend.Local), cmp.Or(flavor, Poled)
+	if !backend.Runs(name, flavor) {
+		return fmt.Errorf("flavor %s does not run on backend %q: only on %s", flavor, name, strings.Join(backend.For(flavor), ", "))
+	}
+	registry.Lock()
+	f, b := registry.flavors[flavor], registry.backends[name]
+	registry.Unlock()
+	if f.Check != nil {
+		if err := f.Check(ctx); err != nil {
+			return err
+		}
+	}
+	if b.Check != nil {
+		return b.Check(ctx)
+	}
+	return nil
+}

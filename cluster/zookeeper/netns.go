@@ -1,0 +1,115 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/internal/bridge"
+	"github.com/polebench/polebench/cluster/internal/procs"
+	"github.com/polebench/polebench/netem"
+)
+
+// NewNetns starts opts.Topology's servers as ZooKeeper JVMs, one per network namespace
+// on the netns backend's bridge (package bridge), each on ZooKeeper's usual ports at
+// its own address. The plan is applied by the kernel's netem when netem.Probe passes;
+// else by user-space proxies that listen on the host's address on the bridge.
+func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error) {
+	if err := bridge.CheckRoot(); err != nil {
+		return nil, err
+	}
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	if opts.Topology == nil || opts.Topology.N() == 0 {
+		return nil, errors.New("zookeeper: no topology")
+	}
+	ids := opts.Topology.Servers()
+	if len(ids) > bridge.MaxServers {
+		return nil, fmt.Errorf("netns: %d servers, at most %d", len(ids), bridge.MaxServers)
+	}
+	label := opts.Label
+	if label == "" {
+		label = fmt.Sprintf("t%x", time.Now().UnixNano()&0xffffffff)
+	}
+	if err := bridge.CheckLabel(label); err != nil {
+		return nil, err
+	}
+	links := cluster.LinksNone
+	if len(opts.Plan.Links) > 0 {
+		if err := opts.Plan.Validate(); err != nil {
+			return nil, fmt.Errorf("netns: link plan: %w", err)
+		}
+		links = cluster.LinksKernel
+		if err := netem.Probe(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			links = cluster.LinksUserSpace
+			if opts.Logger != nil {
+				opts.Logger.Warn("netns: kernel netem unavailable, using the user-space fallback: a delaying proxy per server pair and port",
+					"label", label, "reason", err.Error())
+			}
+		}
+	}
+	root, removeRoot := opts.DataRoot, false
+	if root == "" {
+		if root, err = os.MkdirTemp("", "polebench-netns-"+label+"-"); err != nil {
+			return nil, err
+		}
+		removeRoot = true
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("netns: data root: %w", err)
+	}
+	n, err := bridge.Create(label, ids)
+	if err != nil {
+		if removeRoot {
+			os.RemoveAll(root)
+		}
+		return nil, fmt.Errorf("netns: %w", err)
+	}
+	addrs := map[int]hostPorts{}
+	for _, id := range ids {
+		addrs[id] = hostPorts{Host: n.Addrs[id].String(), Client: cluster.ClientPort, Quorum: cluster.PeerPort, Election: cluster.ElectionPort}
+	}
+	z := newCluster(newEnsemble(opts, label, root, addrs), links, removeRoot, opts.WarmUp,
+		func(id int, cmd *exec.Cmd) (*procs.Proc, error) { return bridge.Start(n.NS[id], cmd) },
+		func() error {
+			n.Close()
+			_, err := bridge.Remove(label, ids)
+			return err
+		})
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, z.Close(context.WithoutCancel(ctx)))
+		}
+	}()
+	switch links {
+	case cluster.LinksUserSpace:
+		if z.e.links, err = newProxies(z.e, opts.Plan, n.HostAddr().String()); err != nil {
+			return nil, err
+		}
+	case cluster.LinksKernel:
+		if err := applyKernelLinks(ctx, n, ids, opts.Plan); err != nil {
+			return nil, fmt.Errorf("netns: %w", err)
+		}
+	}
+	return z, z.start(ctx)
+}
+
+// applyKernelLinks applies the plan in every namespace (the netns backend with a
+// kernel that has sch_netem).
+func applyKernelLinks(ctx context.Context, n *bridge.Net, ids []int, plan netem.Plan) error {
+	for _, id := range ids {
+		t := netem.Target{NS: n.NS[id], Dev: bridge.Dev, Self: id, Addrs: n.Addrs}
+		if err := netem.Apply(ctx, t, plan); err != nil {
+			return fmt.Errorf("p%d: %w", id, err)
+		}
+	}
+	return nil
+}
