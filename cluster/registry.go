@@ -130,7 +130,7 @@ func New(ctx context.Context, name string, opts Options) (Cluster, error) {
 		if len(backend.For(flavor)) == 0 {
 			return nil, fmt.Errorf("unknown flavor %q (known: %s)", flavor, strings.Join(backend.Flavors(), ", "))
 		}
-		return nil, fmt.Errorf("flavor %s does not run on backend %q: only on %s (see the README's flavors section)", flavor, name, strings.Join(backend.For(flavor), ", "))
+		return nil, fmt.Errorf("flavor %s does not run on backend %q: only on %s (see docs/backends.md, flavors)", flavor, name, strings.Join(backend.For(flavor), ", "))
 	}
 	start := constructor(name, flavor)
 	if start == nil {

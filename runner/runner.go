@@ -46,7 +46,7 @@ type Options struct {
 	// Jobs caps how many simulated repetitions run at once (0: Parallelism's choice).
 	Jobs int
 	// ZooKeeperWarmUp is how long a ZooKeeper cluster serves writes before the run
-	// (0: cluster.ZooKeeperWarmUp, so its JIT has compiled the write path; negative:
+	// (0: zookeeper.WarmUp, so its JIT has compiled the write path; negative:
 	// none, for a run that checks correctness only).
 	ZooKeeperWarmUp time.Duration
 }

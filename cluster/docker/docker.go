@@ -126,7 +126,7 @@ var (
 // own switch namespace, reached from the host by one veth), not a Docker network:
 // Docker's bridges live in the host's namespace, where br_netfilter sends every frame
 // between containers through the host's iptables and conntrack, which adds to every
-// request (see the README). Containers start with network mode none, and
+// request (see docs/backends.md). Containers start with network mode none, and
 // each start plugs a veth into the container's fresh namespace as eth0. It returns
 // once every server listens. On error it removes whatever it created.
 func NewWith(ctx context.Context, opts cluster.Options, dc Config) (cluster.Cluster, error) {
