@@ -10,8 +10,8 @@ import (
 )
 
 // Analyze analyses every finished run of the campaign in dir again with the current
-// code (trial.AnalyzeDir), then rewrites results.csv and aggregate.json from them. It
-// returns how many runs it analysed.
+// code (trial.AnalyzeDir), then rewrites results.csv and aggregate.json from them and
+// redraws the figures. It returns how many runs it analysed.
 func Analyze(dir string, log *slog.Logger) (int, error) {
 	c, err := LoadDir(dir)
 	if err != nil {
@@ -33,7 +33,11 @@ func Analyze(dir string, log *slog.Logger) (int, error) {
 	if n == 0 {
 		return 0, fmt.Errorf("campaign %s: no finished run in %s", c.Name, filepath.Join(dir, "runs"))
 	}
-	return n, WriteResults(dir, c)
+	if err := WriteResults(dir, c); err != nil {
+		return n, err
+	}
+	_, err = Draw(dir, c)
+	return n, err
 }
 
 // IsDir says whether dir holds a campaign.

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -378,6 +379,9 @@ func TestSimCampaignInParallel(t *testing.T) {
 		if results[procs], err = os.ReadFile(filepath.Join(dir, "results.csv")); err != nil {
 			t.Fatal(err)
 		}
+		if procs == 2 {
+			checkAnalyze(t, dir)
+		}
 	}
 	if !bytes.Equal(results[1], results[2]) {
 		t.Errorf("results.csv one at a time:\n%s\ntwo at a time:\n%s", results[1], results[2])
@@ -526,5 +530,41 @@ repetitions: 3
 				t.Errorf("report.md has %d of the paper's rows after the crash, want 2:\n%s", matched, md)
 			}
 		})
+	}
+}
+
+// checkAnalyze: the campaign in dir, its runs' analysis files and results.csv removed,
+// analysed again (polebench analyze), writes every one of them back byte for byte.
+func checkAnalyze(t *testing.T, dir string) {
+	t.Helper()
+	analysed := func(name string) bool {
+		return name == "summary.json" || name == "results.csv" || name == "timeseries.csv" || strings.HasPrefix(name, "hdr-")
+	}
+	want := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !analysed(d.Name()) {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		want[path] = b
+		if err == nil {
+			err = os.Remove(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 3 {
+		t.Fatalf("%d analysis files in the campaign", len(want))
+	}
+	if _, err := Analyze(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	for path, b := range want {
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s: analyze wrote another one (%v)", path, err)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func runAnalyze(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s: %s analysed; results.csv and aggregate.json rewritten\n", d, plural(n, "run"))
+			fmt.Fprintf(stdout, "%s: %s analysed; results.csv, aggregate.json and the figures rewritten\n", d, plural(n, "run"))
 		}
 		return nil
 	}
