@@ -429,7 +429,7 @@ func ReadPaths(path string) ([]Path, error) {
 			return nil, fmt.Errorf("analysis: %s:1: column %d is %q, want %q", path, i+1, head[i], h)
 		}
 	}
-	var out []Path
+	out := []Path{} // a run with no path (no traces) has its anatomy join all the same
 	for {
 		row, err := cr.Read()
 		if err == io.EOF {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,7 +66,18 @@ func checkAnalyze(t *testing.T, dir string) {
 			continue
 		}
 		if !bytes.Equal(a, b) {
-			t.Errorf("analyze wrote another %s than the run did (%d bytes, the run's %d)", name, len(b), len(a))
+			t.Errorf("analyze wrote another %s than the run did (%d bytes, the run's %d)%s", name, len(b), len(a), firstDiff(a, b))
 		}
 	}
+}
+
+// firstDiff shows the first line where two text files differ.
+func firstDiff(a, b []byte) string {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return fmt.Sprintf(": line %d is %q, the run's %q", i+1, lb[i], la[i])
+		}
+	}
+	return ""
 }
