@@ -37,7 +37,7 @@ func (s *Spec) errf(path, format string, args ...any) error {
 
 // validate checks everything that spans fields or that an override can change.
 func (s *Spec) validate() error {
-	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkFaults, s.checkFlavor} {
+	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkLinks, s.checkFaults, s.checkFlavor} {
 		if err := check(); err != nil {
 			return err
 		}
