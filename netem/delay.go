@@ -194,7 +194,17 @@ func (l Link) queueBytes() uint64 {
 
 // SetStart sets the instant (ScheduleNS's clock) at which the schedule's time 0 is:
 // the run's start. It is 0 by default, the simulator's origin.
-func (d *DelayLine) SetStart(ns int64) { d.start = ns }
+// Setting another start puts the line back in its state before the first step.
+func (d *DelayLine) SetStart(ns int64) {
+	if ns == d.start {
+		return
+	}
+	d.start = ns
+	if d.step > 0 {
+		d.step = 0
+		d.set(d.base)
+	}
+}
 
 // DelayLine returns the model of the link from one server to another under p, seeded
 // with LinkSeed(p.Seed, from, to), with the link's schedule.
