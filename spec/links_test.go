@@ -179,3 +179,40 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// TestRegions: data centers with regions take their RTTs from the preset (the mean of
+// its two directions); an rtt entry still wins; errors with file:line.
+func TestRegions(t *testing.T) {
+	spec := func(dcs, extra string) []byte {
+		return []byte("name: t\ndatacenters:\n" + dcs + "rates: {total: 1000}\ninitial_leader: 5\nduration: 120s\ncrash_at: 60s\n" + extra)
+	}
+	three := "  - {name: EU, region: westeurope, servers: [1, 2]}\n  - {name: US, region: eastus, servers: [3, 4]}\n  - {name: JP, region: japaneast, servers: [5]}\n"
+	s, err := Parse("x.yaml", spec(three, "rtt:\n  - {between: [US, JP], ms: 150}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := s.Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a, b int
+		want float64
+	}{{1, 3, 84}, {1, 5, 233.5}, {3, 5, 150}} {
+		if got := topo.RTT(c.a, c.b); got != c.want {
+			t.Errorf("RTT(p%d, p%d) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+	for _, tc := range []struct{ dcs, want string }{
+		{"  - {name: EU, region: westeurope, servers: [1, 2]}\n  - {name: US, region: atlantis, servers: [3, 4, 5]}\n",
+			`x.yaml:4: datacenters[1].region: unknown region "atlantis" (the preset, topology/regions/azure.csv, has: australiaeast, brazilsouth, canadacentral, centralindia, centralus, eastus, francecentral, japaneast, northeurope, uksouth, westeurope, westus2)`},
+		{"  - {name: EU, region: westeurope, endpoint: cern, servers: [1, 2]}\n  - {name: US, region: eastus, servers: [3, 4, 5]}\n",
+			"x.yaml:3: datacenters[0].region: a data center has an endpoint or a region, not both"},
+		{"  - {name: EU, region: westeurope, servers: [1, 2]}\n  - {name: US, endpoint: cern, servers: [3, 4, 5]}\n",
+			`x.yaml:4: datacenters[1]: no RTT between "EU" and "US": one has a region, the other not; add an rtt entry`},
+	} {
+		if _, err := Parse("x.yaml", spec(tc.dcs, "")); err == nil || err.Error() != tc.want {
+			t.Errorf("%q:\n got: %v\nwant: %s", tc.dcs, err, tc.want)
+		}
+	}
+}
