@@ -62,6 +62,9 @@ func TestNetemRequestMatchesTc(t *testing.T) {
 		{"testdata/netem-impair-rate-queue.tc.hex", withLimitSeed(Link{
 			Delay: 30 * time.Millisecond, Dist: DistPareto, RateBytesPerSec: 1e9 / 8, LossPct: 0.1,
 			QueuePackets: 250}.params(), limitFor(Link{QueuePackets: 250}), 4)},
+		// A schedule's change (RunSchedule): the zero attributes the kernel would keep.
+		{"testdata/netem-impair-reset.tc.hex", withReset(withLimitSeed(Link{
+			Delay: 10 * time.Millisecond, Dist: DistPareto}.params(), 1000, 5))},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			want := readHex(t, tc.golden)
@@ -90,6 +93,11 @@ func TestNetemRequestMatchesTc(t *testing.T) {
 
 func withLimitSeed(p netemParams, limit uint32, seed uint64) netemParams {
 	p.Limit, p.Seed = limit, seed
+	return p
+}
+
+func withReset(p netemParams) netemParams {
+	p.Reset = true
 	return p
 }
 

@@ -1,8 +1,8 @@
 #!/bin/sh
 # How testdata/netem-impair-*.tc.hex were captured, as capture-tc.sh does for delay:
 # the netlink messages iproute2's tc sends for netem leaves with loss (random with
-# correlation, Gilbert-Elliott, 4-state), duplicate, reorder with gap and a 64-bit
-# rate, recorded with strace. tc is iproute2 v7.1.0-55-gee2a4a86 (2026-06-28) built
+# correlation, Gilbert-Elliott, 4-state), duplicate, reorder with gap, a 64-bit rate
+# and a change that resets what the kernel would keep, recorded with strace. tc is iproute2 v7.1.0-55-gee2a4a86 (2026-06-28) built
 # from source (make SUBDIRS="lib tc"). The kernel may lack sch_netem: tc fails, but
 # the request is already on the wire. Run as root from netem/testdata with TC=path/to/tc.
 set -e
@@ -30,4 +30,7 @@ capture netem-impair-state limit 1000 delay 10ms loss state 1% 30% 2% 40% 0.5% s
 capture netem-impair-dup-reorder limit 1000 delay 10ms 1ms duplicate 2% reorder 5% 50% gap 3 seed 9
 capture netem-impair-rate64 limit 20000 delay 5ms rate 40gbit seed 3
 capture netem-impair-rate-queue limit 250 delay 30ms rate 1gbit loss 0.1% seed 4
+# A schedule's change sends the zero correlation, reorder and rate too (Reset): tc
+# sends the same for explicit zeros.
+capture netem-impair-reset limit 1000 delay 10ms reorder 0% 0% rate 0bit seed 5
 ip netns del cap
