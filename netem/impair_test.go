@@ -298,3 +298,27 @@ func TestPlanSchedules(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestCutImpaired: a cut drops everything also on a link with a loss model or a
+// schedule, and the cut plan stays valid.
+func TestCutImpaired(t *testing.T) {
+	a := Link{From: 1, To: 2, Delay: time.Millisecond, Dist: DistPareto, LossGE: GEModel{P: 1, R: 10, OneMinusH: 50}}
+	b := Link{From: 2, To: 1, Delay: time.Millisecond, Dist: DistPareto, LossPct: 1, LossCorrPct: 20}
+	later := a
+	later.Delay = 9 * time.Millisecond
+	p := Plan{Links: []Link{a, b}, Schedules: []LinkSchedule{{From: 1, To: 2, Steps: []Step{{At: time.Second, Link: later}}}}}
+	q := p.Cut([][2]int{{1, 2}})
+	if err := q.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{0, 2 * time.Second} {
+		for _, l := range q.At(at).Links {
+			if l.LossPct != 100 || !l.LossGE.IsZero() {
+				t.Errorf("at %v: %+v not cut", at, l)
+			}
+		}
+	}
+	if p.Schedules[0].Steps[0].Link.LossPct != 0 {
+		t.Error("Cut changed the plan it was given")
+	}
+}

@@ -270,11 +270,22 @@ func (p Plan) Cut(pairs [][2]int) Plan {
 	for _, pr := range pairs {
 		cut[pr], cut[[2]int{pr[1], pr[0]}] = true, true
 	}
+	cutLink := func(l *Link) {
+		if cut[[2]int{l.From, l.To}] {
+			l.LossPct, l.LossCorrPct, l.LossGE = 100, 0, GEModel{}
+		}
+	}
 	q := p
 	q.Links = slices.Clone(p.Links)
-	for i, l := range q.Links {
-		if cut[[2]int{l.From, l.To}] {
-			q.Links[i].LossPct = 100
+	for i := range q.Links {
+		cutLink(&q.Links[i])
+	}
+	// A cut link stays cut through its schedule's steps.
+	q.Schedules = slices.Clone(p.Schedules)
+	for i, s := range q.Schedules {
+		q.Schedules[i].Steps = slices.Clone(s.Steps)
+		for j := range q.Schedules[i].Steps {
+			cutLink(&q.Schedules[i].Steps[j].Link)
 		}
 	}
 	return q
