@@ -2,6 +2,7 @@ package netem
 
 import (
 	"math"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -320,5 +321,54 @@ func TestCutImpaired(t *testing.T) {
 	}
 	if p.Schedules[0].Steps[0].Link.LossPct != 0 {
 		t.Error("Cut changed the plan it was given")
+	}
+}
+
+// TestKernelLeavesCarryImpairments: on each sender's egress, links that differ in an
+// impairment get their own netem leaf, with the link's one-way delay (not the reverse
+// direction's), loss model, duplicate, reorder with tc's default gap, and queue.
+func TestKernelLeavesCarryImpairments(t *testing.T) {
+	base := Link{From: 1, Delay: 10 * time.Millisecond, Jitter: 200 * time.Microsecond, Dist: DistPareto}
+	to2, to3, to4 := base, base, base
+	to2.To, to3.To, to4.To = 2, 3, 4
+	to3.LossGE = GEModel{P: 1, R: 10, OneMinusH: 70, OneMinusK: 0.1}
+	to4.DuplicatePct, to4.ReorderPct, to4.QueuePackets = 1, 5, 300
+	var links []Link
+	for _, l := range []Link{to2, to3, to4} {
+		links = append(links, l)
+	}
+	for _, a := range []int{2, 3, 4} {
+		for _, b := range []int{1, 2, 3, 4} {
+			if a != b {
+				links = append(links, Link{From: a, To: b, Delay: 30 * time.Millisecond, Dist: DistPareto})
+			}
+		}
+	}
+	p := Plan{Links: links, Seed: 1}
+	addrs := map[int]netip.Addr{}
+	for i := 1; i <= 4; i++ {
+		addrs[i] = netip.AddrFrom4([4]byte{10, 0, 0, byte(i)})
+	}
+	s, err := spec(Target{Self: 1, Addrs: addrs}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Leaves) != 3 {
+		t.Fatalf("%d leaves, want 3 (one per distinct link)", len(s.Leaves))
+	}
+	byServer := map[int]netemParams{}
+	for _, l := range s.Leaves {
+		for _, id := range l.Servers {
+			byServer[id] = l.Params
+		}
+	}
+	if p2 := byServer[2]; p2.Latency != 10*time.Millisecond || p2.GE != nil || p2.Duplicate != 0 {
+		t.Errorf("p1->p2 leaf %+v", p2)
+	}
+	if p3 := byServer[3]; p3.GE == nil || p3.GE[0] != scaled(1) || p3.GE[2] != math.MaxUint32-scaled(70) {
+		t.Errorf("p1->p3 leaf %+v", p3)
+	}
+	if p4 := byServer[4]; p4.Duplicate != scaled(1) || p4.Reorder != scaled(5) || p4.Gap != 1 || p4.Limit != 300 {
+		t.Errorf("p1->p4 leaf %+v", p4)
 	}
 }
