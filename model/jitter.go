@@ -173,7 +173,7 @@ func (j *JitterTerm) Split(s, l int) (forward, quorum, back float64) {
 func (j *JitterTerm) Extra(s, l int) float64 {
 	f, q, b := j.Split(s, l)
 	c, _ := j.plain.Candidate(l)
-	return f + q + b - j.plain.Topo.RTT(s, l) - c.ThetaC
+	return f + q + b - j.plain.RTT(s, l) - c.ThetaC
 }
 
 // Leading is the jitter-aware counterpart of a candidate's Leading: each DC's mean

@@ -48,11 +48,48 @@ type Analysis struct {
 	Topo       *topology.Topology
 	Live       []int       // sorted
 	Candidates []Candidate // one per live server, by id
+
+	rtt func(a, b int) float64 // the round trip between two servers, ms
+}
+
+// OneWay gives the one-way delay from one server to another in ms.
+type OneWay func(from, to int) float64
+
+// roundTrip is the round trip the model's formulas use between a and b. The paper's
+// links are symmetric (RTT/2 each way), so its formulas read RTT(r, l); with one-way
+// delays every one of them is a message and its answer, d(a->b) + d(b->a): a request
+// forwarded from r to the leader l and answered (d(r->l) + d(l->r)), and the leader's
+// proposal to r and r's ack (d(l->r) + d(r->l)). The heartbeats that the scores come
+// from measure the same round trips.
+func roundTrip(t *topology.Topology, oneWay OneWay) func(a, b int) float64 {
+	if oneWay == nil {
+		return t.RTT
+	}
+	return func(a, b int) float64 {
+		if a == b {
+			return 0
+		}
+		return oneWay(a, b) + oneWay(b, a)
+	}
+}
+
+// RTT is the round trip the analysis uses between two servers, in ms.
+func (a *Analysis) RTT(x, y int) float64 {
+	if a.rtt == nil {
+		return a.Topo.RTT(x, y)
+	}
+	return a.rtt(x, y)
 }
 
 // Analyze computes every live server's scores and predicted latencies. |N| for the
 // quorum counts all configured servers; fewer live servers than a quorum is an error.
 func Analyze(t *topology.Topology, live []int) (*Analysis, error) {
+	return AnalyzeOneWay(t, live, nil)
+}
+
+// AnalyzeOneWay is Analyze with one-way delays per direction (nil: the topology's
+// RTTs, RTT/2 each way).
+func AnalyzeOneWay(t *topology.Topology, live []int, oneWay OneWay) (*Analysis, error) {
 	ids := append([]int(nil), live...)
 	sort.Ints(ids)
 	for i, id := range ids {
@@ -66,13 +103,13 @@ func Analyze(t *topology.Topology, live []int) (*Analysis, error) {
 	if q := score.Quorum(t.N()); len(ids) < q {
 		return nil, fmt.Errorf("%d live servers cannot form a quorum of %d", len(ids), q)
 	}
-	a := &Analysis{Topo: t, Live: ids}
+	a := &Analysis{Topo: t, Live: ids, rtt: roundTrip(t, oneWay)}
 	rates := t.ServerRates(ids)
 	for _, l := range ids {
 		var rtts, others []float64
 		for _, r := range ids {
 			if r != l {
-				rtts = append(rtts, t.RTT(l, r))
+				rtts = append(rtts, a.rtt(l, r))
 				others = append(others, rates[r])
 			}
 		}
@@ -97,7 +134,7 @@ func (a *Analysis) lead(l int, thetaC float64, rates map[int]float64) Leading {
 			if !a.live(r) {
 				continue
 			}
-			v := t.RTT(r, l) + thetaC
+			v := a.rtt(r, l) + thetaC
 			lat += v
 			n++
 			if rates[r] > 0 {
@@ -113,7 +150,7 @@ func (a *Analysis) lead(l int, thetaC float64, rates map[int]float64) Leading {
 	out.Mean = weighMean(t, out.LatencyByDC)
 	if !loaded {
 		for _, r := range a.Live {
-			out.Worst = math.Max(out.Worst, t.RTT(r, l)+thetaC)
+			out.Worst = math.Max(out.Worst, a.rtt(r, l)+thetaC)
 		}
 	}
 	return out
@@ -283,6 +320,11 @@ type Scenario struct {
 	Zxids         map[int]uint64 // for history and combined oracles
 	// Oracles to elect with after the crash; nil means every single-score oracle.
 	Oracles []score.Oracle
+	// OneWay, if set, gives the links' one-way delays (a plan's, per direction);
+	// nil means the topology's RTTs, RTT/2 each way.
+	OneWay OneWay
+	// Notes say where the links make the prediction not apply (NotesFor).
+	Notes []string
 }
 
 // Prediction is the model's answer for a Scenario.
@@ -290,6 +332,8 @@ type Prediction struct {
 	Before    Candidate  // the initial leader, all servers live
 	After     *Analysis  // the initial leader dead
 	Elections []Election // one per oracle of the scenario, in its order
+	// Notes say where the prediction does not apply (rate, loss, schedules: NotesFor).
+	Notes []string `json:",omitempty"`
 }
 
 // SingleScoreOracles are the oracles that need no configuration.
@@ -306,7 +350,7 @@ func Predict(t *topology.Topology, s Scenario) (*Prediction, error) {
 	if s.InitialLeader < 1 || s.InitialLeader > t.N() {
 		return nil, fmt.Errorf("initial leader %d is not in 1..%d", s.InitialLeader, t.N())
 	}
-	all, err := Analyze(t, t.Servers())
+	all, err := AnalyzeOneWay(t, t.Servers(), s.OneWay)
 	if err != nil {
 		return nil, fmt.Errorf("before the crash: %w", err)
 	}
@@ -317,11 +361,11 @@ func Predict(t *topology.Topology, s Scenario) (*Prediction, error) {
 			live = append(live, id)
 		}
 	}
-	after, err := Analyze(t, live)
+	after, err := AnalyzeOneWay(t, live, s.OneWay)
 	if err != nil {
 		return nil, fmt.Errorf("after %s crashes: %w", topology.Name(s.InitialLeader), err)
 	}
-	p := &Prediction{Before: before, After: after}
+	p := &Prediction{Before: before, After: after, Notes: s.Notes}
 	oracles := s.Oracles
 	if oracles == nil {
 		oracles = SingleScoreOracles()

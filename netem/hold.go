@@ -86,6 +86,7 @@ type Scheduler struct {
 	from  int
 	mu    sync.Mutex
 	lines map[[2]int]*DelayLine // (to, stream)
+	start int64                 // Now instant of the schedules' time 0
 }
 
 // Scheduler returns the stamping side of the plan's links from server from.
@@ -100,7 +101,20 @@ func (p Plan) Scheduler(from int) (*Scheduler, error) {
 			return nil, err
 		}
 	}
-	return &Scheduler{plan: p, from: from, lines: map[[2]int]*DelayLine{}}, nil
+	return &Scheduler{plan: p, from: from, lines: map[[2]int]*DelayLine{}, start: Now()}, nil
+}
+
+// SetStart sets the Now instant at which the plan's link schedules count from (the
+// run's start; by default the Scheduler's creation), for the lines made so far and
+// those to come. A runner that restarts a server mid-run gives its new Scheduler the
+// run's start, so that the restarted server's links follow the same schedule.
+func (s *Scheduler) SetStart(ns int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = ns
+	for _, l := range s.lines {
+		l.SetStart(ns)
+	}
 }
 
 // Schedule gives the Now instants at which a message of size bytes, sent now to
@@ -116,6 +130,7 @@ func (s *Scheduler) Schedule(to, stream, size int) (depart, arrive int64, err er
 		if l, err = s.plan.DelayLine(s.from, to); err != nil {
 			return 0, 0, err
 		}
+		l.SetStart(s.start)
 		s.lines[k] = l
 	}
 	d, a := l.Schedule(time.Unix(0, Now()), size)

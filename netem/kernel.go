@@ -89,16 +89,26 @@ type treeSpec struct {
 	Filters []filterSpec
 }
 
-// linkKey is what makes two links share a class.
+// linkKey is what makes two links share a class: every field but the ends.
 type linkKey struct {
 	Delay, Jitter time.Duration
 	Dist          string
 	Rate          uint64
 	Loss          float64
+	rest          Link // the impairments (impair.go), ends and the fields above zeroed
 }
 
-// limitFor sizes a netem queue (see MinLimit).
+func keyOf(l Link) linkKey {
+	r := l
+	r.From, r.To, r.Delay, r.Jitter, r.Dist, r.RateBytesPerSec, r.LossPct = 0, 0, 0, 0, "", 0, 0
+	return linkKey{l.Delay, l.Jitter, l.Dist, l.RateBytesPerSec, l.LossPct, r}
+}
+
+// limitFor sizes a netem queue (see MinLimit), unless the link sets its own.
 func limitFor(l Link) uint32 {
+	if q := l.queueLimit(); q > 0 {
+		return q
+	}
 	bw := float64(limitBandwidth)
 	if l.RateBytesPerSec > 0 {
 		bw = float64(l.RateBytesPerSec)
@@ -129,7 +139,7 @@ func spec(tg Target, p Plan) (treeSpec, error) {
 		if l.From != tg.Self {
 			continue
 		}
-		k := linkKey{l.Delay, l.Jitter, l.Dist, l.RateBytesPerSec, l.LossPct}
+		k := keyOf(l)
 		groups[k] = append(groups[k], l.To)
 	}
 	if len(groups) == 0 {
@@ -144,7 +154,8 @@ func spec(tg Target, p Plan) (treeSpec, error) {
 	}
 	slices.SortFunc(keys, func(a, b linkKey) int {
 		return cmp.Or(cmp.Compare(a.Delay, b.Delay), cmp.Compare(a.Jitter, b.Jitter),
-			cmp.Compare(a.Dist, b.Dist), cmp.Compare(a.Rate, b.Rate), cmp.Compare(a.Loss, b.Loss))
+			cmp.Compare(a.Dist, b.Dist), cmp.Compare(a.Rate, b.Rate), cmp.Compare(a.Loss, b.Loss),
+			cmp.Compare(fmt.Sprint(a.rest), fmt.Sprint(b.rest)))
 	})
 	var s treeSpec
 	for i, k := range keys {
@@ -155,14 +166,13 @@ func spec(tg Target, p Plan) (treeSpec, error) {
 		servers := groups[k]
 		slices.Sort(servers)
 		link, _ := p.Link(tg.Self, servers[0])
+		params := link.params()
+		params.Limit, params.Seed = limitFor(link), leafSeed(p.Seed, tg.Self, k)
 		leaf := leafSpec{
-			Class:  netlink.MakeHandle(rootMajor, uint16(firstMinor+i)),
-			Handle: netlink.MakeHandle(uint16(0x1000*(1+slices.Index(Dists, k.Dist))+i), 0),
-			Dist:   k.Dist,
-			Params: netemParams{
-				Limit: limitFor(link), Latency: k.Delay, Jitter: k.Jitter,
-				Loss: lossScaled(k.Loss), Rate: k.Rate, Seed: leafSeed(p.Seed, tg.Self, k),
-			},
+			Class:   netlink.MakeHandle(rootMajor, uint16(firstMinor+i)),
+			Handle:  netlink.MakeHandle(uint16(0x1000*(1+slices.Index(Dists, k.Dist))+i), 0),
+			Dist:    k.Dist,
+			Params:  params,
 			Servers: servers,
 		}
 		if k.Jitter > 0 {
@@ -392,10 +402,20 @@ func u32Node(h uint32) uint32 { return h & 0xfff }
 // was there, and reads the whole tree back to check it. Applying the same plan again
 // changes nothing; applying another converges to it (filters are rewritten only when
 // they differ). A failed read never leads to a deletion.
-func Apply(ctx context.Context, tg Target, p Plan) error {
+//
+// A plan with schedules is applied as it stands at the start (p.At(0)); RunSchedule
+// changes it at the schedules' instants.
+func Apply(ctx context.Context, tg Target, p Plan) error { return apply(ctx, tg, p.At(0), false) }
+
+// apply is Apply; reset sends every netem attribute, also the zero ones, so that a
+// leaf changed in place forgets its old rate, reorder and correlations.
+func apply(ctx context.Context, tg Target, p Plan, reset bool) error {
 	s, err := spec(tg, p)
 	if err != nil {
 		return fmt.Errorf("netem: plan for p%d: %w", tg.Self, err)
+	}
+	for i := range s.Leaves {
+		s.Leaves[i].Params.Reset = reset
 	}
 	c, err := dial(tg)
 	if err != nil {

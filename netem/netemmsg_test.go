@@ -43,6 +43,28 @@ func TestNetemRequestMatchesTc(t *testing.T) {
 		{"testdata/netem-uniform-loss-rate.tc.hex", netemParams{
 			Limit: 5000, Latency: 5 * time.Millisecond, Jitter: 100 * time.Microsecond,
 			Loss: lossScaled(0.5), Rate: 100e6 / 8, Seed: 7}},
+		// testdata/capture-tc-impair.sh; the params come from Links where the spec
+		// can express them, so the test covers Link.params too.
+		{"testdata/netem-impair-loss-corr.tc.hex", withTable(withLimitSeed(Link{
+			Delay: 20 * time.Millisecond, Jitter: 400 * time.Microsecond, Dist: DistPareto,
+			DelayCorrPct: 25, LossPct: 1, LossCorrPct: 30}.params(), 1000, 42), pareto)},
+		{"testdata/netem-impair-gemodel.tc.hex", withLimitSeed(Link{
+			Delay: 10 * time.Millisecond, Dist: DistPareto,
+			LossGE: GEModel{P: 1, R: 10, OneMinusH: 70, OneMinusK: 0.1}}.params(), 1000, 1)},
+		{"testdata/netem-impair-state.tc.hex", netemParams{Limit: 1000, Latency: 10 * time.Millisecond, Seed: 2,
+			// tc's argument order is p13 p31 p32 p23 p14; the struct's p13 p31 p32 p14 p23
+			GI: &[5]uint32{scaled(1), scaled(30), scaled(2), scaled(0.5), scaled(40)}}},
+		{"testdata/netem-impair-dup-reorder.tc.hex", withLimitSeed(Link{
+			Delay: 10 * time.Millisecond, Jitter: time.Millisecond, Dist: DistUniform,
+			DuplicatePct: 2, ReorderPct: 5, ReorderCorrPct: 50, ReorderGap: 3}.params(), 1000, 9)},
+		{"testdata/netem-impair-rate64.tc.hex", withLimitSeed(Link{
+			Delay: 5 * time.Millisecond, Dist: DistPareto, RateBytesPerSec: 40e9 / 8}.params(), 20000, 3)},
+		{"testdata/netem-impair-rate-queue.tc.hex", withLimitSeed(Link{
+			Delay: 30 * time.Millisecond, Dist: DistPareto, RateBytesPerSec: 1e9 / 8, LossPct: 0.1,
+			QueuePackets: 250}.params(), limitFor(Link{QueuePackets: 250}), 4)},
+		// A schedule's change (RunSchedule): the zero attributes the kernel would keep.
+		{"testdata/netem-impair-reset.tc.hex", withReset(withLimitSeed(Link{
+			Delay: 10 * time.Millisecond, Dist: DistPareto}.params(), 1000, 5))},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			want := readHex(t, tc.golden)
@@ -69,6 +91,21 @@ func TestNetemRequestMatchesTc(t *testing.T) {
 	}
 }
 
+func withLimitSeed(p netemParams, limit uint32, seed uint64) netemParams {
+	p.Limit, p.Seed = limit, seed
+	return p
+}
+
+func withReset(p netemParams) netemParams {
+	p.Reset = true
+	return p
+}
+
+func withTable(p netemParams, tab []int16) netemParams {
+	p.Table = tab
+	return p
+}
+
 func TestParseNetemOptionsRoundTrip(t *testing.T) {
 	p := netemParams{Limit: 4242, Latency: 77 * time.Millisecond, Jitter: 3 * time.Millisecond,
 		Loss: lossScaled(1), Rate: 1 << 33, Seed: 99}
@@ -83,5 +120,31 @@ func TestParseNetemOptionsRoundTrip(t *testing.T) {
 	}
 	if _, err := parseNetemOptions(opts[4:10]); err == nil {
 		t.Error("short options parsed without error")
+	}
+}
+
+// TestResetSendsZeroAttributes: a change of an existing leaf (a schedule's instant)
+// carries the correlations, reorder and rate also when they are zero, so the kernel
+// forgets the old ones; without Reset they are left out, as tc does.
+func TestResetSendsZeroAttributes(t *testing.T) {
+	has := func(p netemParams) map[uint16]bool {
+		opts := p.options().Serialize()
+		attrs, err := nl.ParseRouteAttr(opts[4+nl.SizeofTcNetemQopt:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[uint16]bool{}
+		for _, a := range attrs {
+			m[a.Attr.Type] = true
+		}
+		return m
+	}
+	p := Link{Delay: time.Millisecond, Dist: DistPareto}.params()
+	if m := has(p); m[tcaNetemCorr] || m[tcaNetemReorder] || m[tcaNetemRate] {
+		t.Errorf("plain leaf sends %v", m)
+	}
+	p.Reset = true
+	if m := has(p); !m[tcaNetemCorr] || !m[tcaNetemReorder] || !m[tcaNetemRate] {
+		t.Errorf("reset leaf sends %v; want corr, reorder and rate", m)
 	}
 }

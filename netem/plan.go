@@ -29,9 +29,15 @@ const (
 )
 
 // Link is the emulated path from server From to server To: one-way delay, jitter
-// drawn from Dist (pareto, normal, paretonormal or uniform), and optional rate and
-// loss. Rate and loss apply to the kernel's netem; a DelayLine honours the rate and
-// ignores loss (TCP would hide it as delay).
+// drawn from Dist (pareto, normal, paretonormal or uniform), and optional
+// impairments (impair.go): rate with a queue, loss (random, or Gilbert-Elliott),
+// duplication, reordering and correlations. The kernel's netem applies all of them;
+// a DelayLine applies delay, rate, queue and loss as a TCP stream sees it and refuses
+// the rest (UserSpaceSupports).
+//
+// Link stays comparable (no slices or pointers): a plan's time-varying links are in
+// Plan.Schedules. Every new field is omitted from JSON when zero, so plans written
+// before these fields existed read the same.
 type Link struct {
 	From            int           `json:"from"`
 	To              int           `json:"to"`
@@ -40,14 +46,27 @@ type Link struct {
 	Dist            string        `json:"dist"`
 	RateBytesPerSec uint64        `json:"rate_bytes_per_sec,omitempty"`
 	LossPct         float64       `json:"loss_pct,omitempty"`
+
+	DelayCorrPct     float64 `json:"delay_corr_pct,omitempty"`
+	LossCorrPct      float64 `json:"loss_corr_pct,omitempty"`
+	LossGE           GEModel `json:"loss_ge,omitzero"`
+	DuplicatePct     float64 `json:"duplicate_pct,omitempty"`
+	DuplicateCorrPct float64 `json:"duplicate_corr_pct,omitempty"`
+	ReorderPct       float64 `json:"reorder_pct,omitempty"`
+	ReorderCorrPct   float64 `json:"reorder_corr_pct,omitempty"`
+	ReorderGap       uint32  `json:"reorder_gap,omitempty"`
+	QueuePackets     uint32  `json:"queue_packets,omitempty"` // the link's queue; 0: sized by limitFor
+	QueueBytes       uint64  `json:"queue_bytes,omitempty"`   // or in bytes (the kernel counts 1500-byte packets)
 }
 
 // Plan holds a Link for every ordered pair of distinct servers, the seed the jitter
-// is drawn with, and the window of the user-space bandwidth model.
+// is drawn with, the window of the user-space bandwidth model, and the schedules of
+// the links that change over time.
 type Plan struct {
-	Links       []Link `json:"links"`
-	Seed        int64  `json:"seed"`
-	WindowBytes int    `json:"window_bytes"`
+	Links       []Link         `json:"links"`
+	Seed        int64          `json:"seed"`
+	WindowBytes int            `json:"window_bytes"`
+	Schedules   []LinkSchedule `json:"schedules,omitempty"`
 }
 
 // Options shape NewPlan. The zero value gives links without jitter, rate limit or
@@ -173,7 +192,7 @@ func (l Link) Validate() error {
 	case !(l.LossPct >= 0 && l.LossPct <= 100): // also rejects NaN
 		return fmt.Errorf("loss %v%% outside [0, 100]", l.LossPct)
 	}
-	return nil
+	return l.validateImpairments()
 }
 
 // Validate checks every link and that the plan covers every ordered pair of the
@@ -201,7 +220,7 @@ func (p Plan) Validate() error {
 			}
 		}
 	}
-	return nil
+	return p.validateSchedules()
 }
 
 // ParsePlan decodes a plan written by WritePlan (or by hand) and validates it; name
@@ -251,11 +270,22 @@ func (p Plan) Cut(pairs [][2]int) Plan {
 	for _, pr := range pairs {
 		cut[pr], cut[[2]int{pr[1], pr[0]}] = true, true
 	}
+	cutLink := func(l *Link) {
+		if cut[[2]int{l.From, l.To}] {
+			l.LossPct, l.LossCorrPct, l.LossGE = 100, 0, GEModel{}
+		}
+	}
 	q := p
 	q.Links = slices.Clone(p.Links)
-	for i, l := range q.Links {
-		if cut[[2]int{l.From, l.To}] {
-			q.Links[i].LossPct = 100
+	for i := range q.Links {
+		cutLink(&q.Links[i])
+	}
+	// A cut link stays cut through its schedule's steps.
+	q.Schedules = slices.Clone(p.Schedules)
+	for i, s := range q.Schedules {
+		q.Schedules[i].Steps = slices.Clone(s.Steps)
+		for j := range q.Schedules[i].Steps {
+			cutLink(&q.Schedules[i].Steps[j].Link)
 		}
 	}
 	return q

@@ -284,6 +284,9 @@ func (v *server) send(d *delivery, ch channel, size int) {
 		}
 		v.lines[i] = line
 	}
+	if len(s.cfg.Plan.Schedules) > 0 {
+		line.SetStart(s.start) // a link schedule counts from the start of the load, as faults do
+	}
 	// What the loop sends after a write it waited for leaves when the write is done.
 	depart, arrive := line.ScheduleNS(max(s.now, v.busy, d.sent), size+frameOverhead)
 	d.from, d.inc, d.dinc, d.gen = v, v.inc, d.to.inc, ls.gen

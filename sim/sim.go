@@ -224,6 +224,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("sim: plan: %w", err)
 	}
+	// The simulator's links are the user-space delay lines: what they cannot emulate
+	// (duplicates, reordering, correlations) stops the run here.
+	if err := cfg.Plan.UserSpaceSupports(); err != nil {
+		return nil, fmt.Errorf("sim: plan: %w", err)
+	}
 	n := cfg.Topology.N()
 	s := &Sim{cfg: cfg, links: make([]linkState, (n+1)*(n+1)*2), runID: fmt.Sprintf("sim%x", cfg.Seed)}
 	s.lq = make([]linkQueue, len(s.links))

@@ -17,7 +17,14 @@ func (s *Spec) Model() (*model.Prediction, error) {
 	if s.Oracle.Name == score.Preference || s.Oracle.Name == score.Combined {
 		oracles = append(oracles, s.Oracle)
 	}
-	return model.Predict(t, model.Scenario{InitialLeader: s.InitialLeader, Zxids: s.modelZxids(), Oracles: oracles})
+	sc := model.Scenario{InitialLeader: s.InitialLeader, Zxids: s.modelZxids(), Oracles: oracles}
+	if s.Links.hasRules() {
+		// One-way delays per direction from the links' rules, as they stand at the
+		// start, and where the links make the prediction not apply.
+		plan := s.Plan(t, s.Seed)
+		sc.OneWay, sc.Notes = model.PlanOneWay(plan.At(0)), model.NotesFor(plan)
+	}
+	return model.Predict(t, sc)
 }
 
 // modelZxids is the spec's zxids or, when it gives none, what the outdate list implies:

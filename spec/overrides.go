@@ -276,6 +276,7 @@ func (s *Spec) Clone() *Spec {
 	c.Zxids = maps.Clone(s.Zxids)
 	c.Faults = slices.Clone(s.Faults)
 	c.Outdate = slices.Clone(s.Outdate)
+	c.Links = s.Links.clone()
 	c.pos = maps.Clone(s.pos)
 	if c.pos == nil {
 		c.pos = map[string]string{}

@@ -89,11 +89,18 @@ type Outdate struct {
 	RestartAt time.Duration
 }
 
-// Links is how every inter-server link is emulated (the delays come from the topology).
+// Links is how every inter-server link is emulated (the delays come from the topology,
+// unless a rule sets them).
 type Links struct {
 	JitterPct   float64 // % of the one-way delay
 	Dist        string  // pareto, normal, paretonormal or uniform
 	WindowBytes int     // user-space TCP window: bandwidth <= window / RTT (YAML: window_kb)
+
+	// Rules (links.go): a default for every inter-DC link, and rules per pair of data
+	// centers (both directions) or per ordered pair. Omitted from the resolved spec's
+	// JSON when unset, so runs without them write what they always wrote.
+	Default *LinkRule  `json:",omitempty"`
+	Pairs   []LinkRule `json:",omitempty"`
 }
 
 func (s *Spec) setRunDefaults() {
@@ -179,6 +186,11 @@ func decodeLinks(d *decoder, s *Spec) field {
 				l.WindowBytes = b
 				return nil
 			},
+			"default": func(n *yaml.Node, path string) error {
+				l.Default = &LinkRule{}
+				return decodeLinkRule(d, s, l.Default, false)(n, path)
+			},
+			"pairs": decodeLinkPairs(d, s),
 		})
 	}
 }
@@ -386,6 +398,13 @@ func (s *Spec) Warnings() []string {
 
 // Plan is the spec's link plan for a topology (Spec.Topology) under a seed, which makes
 // the jitter repeatable.
+//
+// The links section's rules (default, pairs, schedules) are resolved onto the
+// topology's links; without rules the plan is the topology's, as it always was.
 func (s *Spec) Plan(topo *topology.Topology, seed uint64) netem.Plan {
-	return netem.NewPlan(topo, netem.Options{JitterPct: s.Links.JitterPct, Dist: s.Links.Dist, WindowBytes: s.Links.WindowBytes, Seed: int64(seed)})
+	p := netem.NewPlan(topo, netem.Options{JitterPct: s.Links.JitterPct, Dist: s.Links.Dist, WindowBytes: s.Links.WindowBytes, Seed: int64(seed)})
+	if s.Links.hasRules() {
+		s.applyRules(&p)
+	}
+	return p
 }

@@ -34,7 +34,7 @@ func TestRunDefaults(t *testing.T) {
 	if s.Workload != want {
 		t.Errorf("workload %+v, want %+v", s.Workload, want)
 	}
-	if l := (Links{JitterPct: 2, Dist: "pareto", WindowBytes: 4 << 20}); s.Links != l {
+	if l := (Links{JitterPct: 2, Dist: "pareto", WindowBytes: 4 << 20}); !reflect.DeepEqual(s.Links, l) {
 		t.Errorf("links %+v, want %+v", s.Links, l)
 	}
 	if s.PreloadMB != 0 || s.Repetitions != 5 || s.Seed != 1 || s.Backend != "local" || s.Faults != nil || s.Outdate != nil {
@@ -144,7 +144,7 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "links:\n  distribution: cauchy", `x.yaml:10: links.distribution: unknown distribution "cauchy" (known: pareto, normal, paretonormal, uniform)`},
 		{"60s", "links:\n  window_kb: 0", "x.yaml:10: links.window_kb: 0 kB is outside 1 .. 1048576 kB (TCP's largest window, 1 GiB)"},
 		{"60s", "links:\n  window_kb: 1048577", "x.yaml:10: links.window_kb: 1048577 kB is outside 1 .. 1048576 kB (TCP's largest window, 1 GiB)"},
-		{"60s", "links:\n  window: 64", "x.yaml:10: links.window: unknown field (known: distribution, jitter_pct, window_kb)"},
+		{"60s", "links:\n  window: 64", "x.yaml:10: links.window: unknown field (known: default, distribution, jitter_pct, pairs, window_kb)"},
 		// faults
 		{"60s", "faults:\n  - {at: 2m, kill: 3}", "x.yaml:10: faults[0].at: 2m0s is outside the run [0, 2m0s)"},
 		{"60s", "faults:\n  - {at: -1s, kill: 3}", "x.yaml:10: faults[0].at: -1s is outside the run [0, 2m0s)"},

@@ -51,7 +51,10 @@ type Spec struct {
 type DataCenter struct {
 	Name     string
 	Endpoint string // a Table 2 endpoint (slac, caltech, tud, cern, fnal), or ""
-	Servers  []int
+	// Region is a region of the regions preset (topology.Regions, e.g. westeurope):
+	// the DC's RTTs to other DCs with a region come from the preset.
+	Region  string `json:",omitempty"`
+	Servers []int
 	// Nodes, for the swarm backend, are the swarm nodes (host names or IDs) its
 	// servers run on, round robin; without them, the nodes labelled polebench.dc=<Name>.
 	// The other backends run every server on this machine.
@@ -170,6 +173,7 @@ func decodeDataCenters(d *decoder, s *Spec) field {
 			err := d.mapping(e, p, map[string]field{
 				"name":     d.str(&dc.Name),
 				"endpoint": d.str(&dc.Endpoint),
+				"region":   d.str(&dc.Region),
 				"servers":  d.ints(&dc.Servers),
 				"nodes":    d.strs(&dc.Nodes),
 			}, "name", "servers")
@@ -359,8 +363,21 @@ func (s *Spec) Topology() (*topology.Topology, error) {
 	for _, dc := range s.DataCenters {
 		c.DCs = append(c.DCs, topology.DC{Name: dc.Name, Endpoint: dc.Endpoint, Servers: dc.Servers})
 	}
+	given := map[[2]string]bool{}
 	for _, r := range s.RTT {
 		c.Links = append(c.Links, topology.Link{A: r.Between[0], B: r.Between[1], RTT: r.Ms, SD: r.SDMs})
+		given[[2]string{r.Between[0], r.Between[1]}], given[[2]string{r.Between[1], r.Between[0]}] = true, true
+	}
+	// The regions preset fills the pairs of DCs with regions that no rtt entry gives.
+	for i, a := range s.DataCenters {
+		for _, b := range s.DataCenters[i+1:] {
+			if a.Region == "" || b.Region == "" || given[[2]string{a.Name, b.Name}] {
+				continue
+			}
+			if rtt, ok := topology.RegionRTT(a.Region, b.Region); ok {
+				c.Links = append(c.Links, topology.Link{A: a.Name, B: b.Name, RTT: rtt})
+			}
+		}
 	}
 	t, err := topology.New(c)
 	if err != nil {

@@ -38,7 +38,7 @@ func (s *Spec) errf(path, format string, args ...any) error {
 
 // validate checks everything that spans fields or that an override can change.
 func (s *Spec) validate() error {
-	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkFaults, s.checkFlavor} {
+	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkLinks, s.checkFaults, s.checkFlavor} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -75,6 +75,19 @@ func (s *Spec) checkDataCenters() error {
 		if dc.Endpoint != "" {
 			if !topology.KnownEndpoint(dc.Endpoint) {
 				return s.errf(p+".endpoint", "unknown endpoint %q (known: %s)", dc.Endpoint, strings.Join(topology.Endpoints(), ", "))
+			}
+		}
+		if dc.Region != "" {
+			if dc.Endpoint != "" {
+				return s.errf(p+".region", "a data center has an endpoint or a region, not both")
+			}
+			if !topology.KnownRegion(dc.Region) {
+				return s.errf(p+".region", "unknown region %q (the preset, topology/regions/azure.csv, has: %s)", dc.Region, strings.Join(topology.Regions(), ", "))
+			}
+			for _, o := range s.DataCenters[:i] {
+				if o.Region == dc.Region {
+					return s.errf(p+".region", "region %q is already data center %q's: two DCs in one region have no published RTT (give an rtt entry, or use intra_dc_rtt_ms in one DC)", dc.Region, o.Name)
+				}
 			}
 		}
 		if len(dc.Servers) == 0 {
@@ -169,6 +182,12 @@ func (s *Spec) checkRTT() error {
 				continue
 			}
 			da, db := s.DataCenters[a], s.DataCenters[b]
+			if _, ok := topology.RegionRTT(da.Region, db.Region); ok {
+				continue
+			}
+			if (da.Region == "") != (db.Region == "") {
+				return s.errf(index("datacenters", b), "no RTT between %q and %q: one has a region, the other not; add an rtt entry", da.Name, db.Name)
+			}
 			if _, _, ok := topology.EndpointRTT(da.Endpoint, db.Endpoint); !ok {
 				return s.errf(index("datacenters", b), "no RTT between %q and %q: add an rtt entry, or endpoints that Table 2 pairs (%s)",
 					da.Name, db.Name, topology.PairHint(da.Endpoint, db.Endpoint))

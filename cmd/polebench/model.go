@@ -158,6 +158,9 @@ func writeModelTable(w io.Writer, s *spec.Spec, p *model.Prediction) error {
 	fmt.Fprintf(w, "%s (%s)\n", s.Name, s.File)
 	fmt.Fprintf(w, "%d servers (quorum %d), intra-DC RTT %.2f ms, lambda_T %.1f req/s, oracle %s\n",
 		t.N(), score.Quorum(t.N()), t.IntraRTT, t.LambdaT(), s.Oracle.Name)
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	fmt.Fprintln(w, strings.Join(rates, "\n"))
 
 	fmt.Fprintf(w, "\nBefore the crash: %s leads, all servers live (ms)\n", topology.Name(p.Before.ID))
