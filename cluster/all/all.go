@@ -10,8 +10,4 @@ import (
 	_ "github.com/polebench/polebench/cluster/netns"
 	_ "github.com/polebench/polebench/cluster/swarm"
 	_ "github.com/polebench/polebench/cluster/zookeeper"
-
-	// The simulator: a backend of the runner, with no cluster to bring up. Package sim
-	// registers its name, which specs may use.
-	_ "github.com/polebench/polebench/sim"
 )

@@ -137,3 +137,10 @@ func Runs(name, flavor string) bool {
 	e := registry.backends[name]
 	return e != nil && e.registered && slices.Contains(e.flavors, flavor)
 }
+
+// The simulator is a backend a spec may name (backend: sim): the runner runs the
+// servers' code in virtual time (package sim), with no cluster to bring up (cluster.New
+// refuses it). Every program that reads specs knows it, last in the order.
+func init() {
+	Register(Backend{Name: Sim, Rank: 90, Flavors: []string{FlavorPoled}})
+}
