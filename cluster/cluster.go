@@ -68,6 +68,16 @@ type RTTMeter interface {
 	MeasuredRTTs() map[string]any
 }
 
+// LinkSchedules is a cluster that changes its links during a run as the plan's
+// schedules say (netem.Plan.Schedules): PlayLinkSchedules counts their instants from
+// start (the start of the load, as the faults count theirs), calls report with each
+// change as it is made, and returns after the last one or when ctx ends. A cluster
+// whose links cannot change during a run (or not in the mode it runs them) returns an
+// error at once.
+type LinkSchedules interface {
+	PlayLinkSchedules(ctx context.Context, start time.Time, report func(netem.Instant)) error
+}
+
 // Pids is a cluster whose servers are processes the harness can see (/proc/PID on
 // this host: ZooKeeper's JVMs, poled in network namespaces or local containers), so
 // that their threads' wait for a CPU is measured from outside

@@ -44,7 +44,8 @@ func init() {
 // The registrations make the backends' names, order and flavors (package backend)
 // and what New starts.
 func TestRegistryNames(t *testing.T) {
-	if want := []string{"fake-a", "fake-b", "fake-c"}; !slices.Equal(backend.Names(), want) || !slices.Equal(Backends(), want) {
+	// The simulator's name is backend's own, last: it has no cluster to register.
+	if want := []string{"fake-a", "fake-b", "fake-c", "sim"}; !slices.Equal(backend.Names(), want) || !slices.Equal(Backends(), want) {
 		t.Errorf("names %v (cluster: %v), want %v: by rank, then by name", backend.Names(), Backends(), want)
 	}
 	if got := backend.For("fake-flavor"); !slices.Equal(got, []string{"fake-b"}) {
@@ -74,7 +75,7 @@ func TestRegistryNew(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ name, flavor, want string }{
-		{"", "", `unknown backend "local" (known: [fake-a fake-b fake-c])`}, // this binary links no local backend
+		{"", "", `unknown backend "local" (known: [fake-a fake-b fake-c sim])`}, // this binary links no local backend
 		{"fake-a", "fake-flavor", `flavor fake-flavor does not run on backend "fake-a": only on fake-b`},
 		{"fake-a", "other", `unknown flavor "other"`},
 	} {

@@ -31,13 +31,14 @@ const (
 
 // What the harness did.
 const (
-	Kill      Kind = "KILL"      // a server was killed (Crash says it was the initial leader's crash)
-	Restart   Kind = "RESTART"   // a killed server was started again from its data directory
-	Serving   Kind = "SERVING"   // a restarted server answers clients again
-	Partition Kind = "PARTITION" // links were cut (the fault field says which kind: partition, isolate, outdate)
-	Heal      Kind = "HEAL"      // cut links were restored (heal, or rejoin of an outdated server)
-	LoadStart Kind = "LOAD_START"
-	LoadEnd   Kind = "LOAD_END"
+	Kill       Kind = "KILL"        // a server was killed (Crash says it was the initial leader's crash)
+	Restart    Kind = "RESTART"     // a killed server was started again from its data directory
+	Serving    Kind = "SERVING"     // a restarted server answers clients again
+	Partition  Kind = "PARTITION"   // links were cut (the fault field says which kind: partition, isolate, outdate)
+	Heal       Kind = "HEAL"        // cut links were restored (heal, or rejoin of an outdated server)
+	LinkChange Kind = "LINK_CHANGE" // a link schedule changed a server's egress links
+	LoadStart  Kind = "LOAD_START"
+	LoadEnd    Kind = "LOAD_END"
 )
 
 // Event is one moment of a node's life, stamped with the wall clock so that events

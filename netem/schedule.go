@@ -24,9 +24,20 @@ type Instant struct {
 // a failed change is reported and the schedule goes on. Apply(p) installs the state
 // before the first instant.
 func RunSchedule(ctx context.Context, tg Target, p Plan, start time.Time, report func(Instant)) error {
-	return runSchedule(ctx, tg.Self, p, start, func(q Plan) error { return apply(ctx, tg, q, true) },
-		sleepUntil, time.Now, report)
+	return PlaySchedule(ctx, tg.Self, p, start, func(at time.Duration) error { return Change(ctx, tg, p.At(at)) }, report)
 }
+
+// PlaySchedule is RunSchedule with the change its caller's: at each instant that
+// changes a link of self's egress it calls change with the instant (a backend that
+// also cuts links installs p.At(at) with its cuts). It reports every instant.
+func PlaySchedule(ctx context.Context, self int, p Plan, start time.Time, change func(at time.Duration) error, report func(Instant)) error {
+	return runSchedule(ctx, self, p, start, change, sleepUntil, time.Now, report)
+}
+
+// Change installs p in place of the links tg has: like Apply, but sending every netem
+// attribute, the zero ones too, so that a leaf changed in place forgets its old rate,
+// reorder and correlations (what a schedule's change needs).
+func Change(ctx context.Context, tg Target, p Plan) error { return apply(ctx, tg, p.At(0), true) }
 
 // sleepUntil waits for t or ctx.
 func sleepUntil(ctx context.Context, t time.Time) error {
@@ -44,7 +55,7 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 }
 
 // runSchedule is RunSchedule with its kernel, clock and sleep given (tests).
-func runSchedule(ctx context.Context, self int, p Plan, start time.Time, applyPlan func(Plan) error,
+func runSchedule(ctx context.Context, self int, p Plan, start time.Time, change func(time.Duration) error,
 	sleep func(context.Context, time.Time) error, now func() time.Time, report func(Instant)) error {
 	for _, at := range p.Instants() {
 		var mine [][2]int
@@ -60,7 +71,7 @@ func runSchedule(ctx context.Context, self int, p Plan, start time.Time, applyPl
 			return err
 		}
 		in := Instant{Self: self, At: at, Links: mine}
-		if err := applyPlan(p.At(at)); err != nil {
+		if err := change(at); err != nil {
 			in.Err = fmt.Errorf("netem: schedule at %v: %w", at, err)
 		} else {
 			in.Applied = now()

@@ -31,8 +31,8 @@ func TestRunSchedule(t *testing.T) {
 	clock := start
 	fail := true
 	err := runSchedule(context.Background(), 1, p, start,
-		func(q Plan) error {
-			l, _ := q.Link(1, 2)
+		func(at time.Duration) error {
+			l, _ := p.At(at).Link(1, 2)
 			applied = append(applied, l)
 			if fail {
 				fail = false
@@ -58,7 +58,7 @@ func TestRunSchedule(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := runSchedule(ctx, 1, p, start, func(Plan) error { return nil }, sleepUntil, time.Now, nil); !errors.Is(err, context.Canceled) {
+	if err := runSchedule(ctx, 1, p, start, func(time.Duration) error { return nil }, sleepUntil, time.Now, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled schedule: %v", err)
 	}
 }

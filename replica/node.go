@@ -41,6 +41,7 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	start time.Time
+	sched *netem.Scheduler // the user-space links' schedule, nil without them
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -251,6 +252,7 @@ func (n *Node) setupLinks() (userLinks, error) {
 	if err != nil {
 		return userLinks{}, fmt.Errorf("link plan %s: %w", n.cfg.LinkPlan, err)
 	}
+	n.sched = sched
 	n.log.Info("user-space links from plan", "plan", n.cfg.LinkPlan, "reason", reason)
 	return userLinks{
 		schedule: func(to int, ch transport.Channel, size int) (int64, int64, error) {
@@ -693,4 +695,13 @@ func (n *Node) onSnapDone(d snapDone) {
 func (n *Node) publish() {
 	e, peers := n.d.Election()
 	n.status.Store(&nodeStatus{zab: n.d.Status(), epoch: e, peers: peers})
+}
+
+// SetLinkStart has the user-space links count their plan's schedules from ns (on
+// netem.Now's clock): the start of the run's load, as the faults count theirs. Without
+// user-space links it does nothing.
+func (n *Node) SetLinkStart(ns int64) {
+	if n.sched != nil {
+		n.sched.SetStart(ns)
+	}
 }

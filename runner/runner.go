@@ -197,6 +197,13 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 		return nil, fmt.Errorf("prepare workload: %w", err)
 	}
 
+	var schedules cluster.LinkSchedules
+	if len(t.Plan.Schedules) > 0 {
+		var ok bool
+		if schedules, ok = cl.(cluster.LinkSchedules); !ok {
+			return nil, fmt.Errorf("the %s backend cannot change links during a run (the spec's link schedules)", sp.Backend)
+		}
+	}
 	r.start = time.Now()
 	r.harness.add(analysis.HarnessRecord(0, event.LoadStart, 0, nil))
 	runCtx, stopFaults := context.WithCancel(ctx)
@@ -204,6 +211,24 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	go func() {
 		defer close(faultsDone)
 		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, target{cl}, t.Faults, r.observer(cl, w, servers))
+	}()
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		if schedules == nil {
+			return
+		}
+		err := schedules.PlayLinkSchedules(runCtx, r.start, func(in netem.Instant) {
+			at := in.At
+			if !in.Applied.IsZero() {
+				at = in.Applied.Sub(r.start)
+			}
+			r.harness.add(analysis.HarnessRecord(at, event.LinkChange, in.Self, in.Err))
+		})
+		if err != nil && runCtx.Err() == nil {
+			r.log.Warn("link schedules", "err", err)
+			r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.LinkChange, 0, err))
+		}
 	}()
 	progDone := make(chan struct{})
 	go func() {
@@ -217,6 +242,7 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.LoadEnd, 0, werr))
 	stopFaults()
 	<-faultsDone
+	<-schedDone
 	<-progDone
 	r.o.Progress.Done()
 	if wres == nil {

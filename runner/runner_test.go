@@ -697,3 +697,40 @@ func TestParallelism(t *testing.T) {
 		t.Errorf("pool.Workers = %d with GOMAXPROCS %d", auto, runtime.GOMAXPROCS(0))
 	}
 }
+
+// TestLinkSchedule: rtt-schedule's D1-D3 RTT changes at 20 s; the local backend's
+// user-space lines and the simulator's change it, and each records one LINK_CHANGE per
+// server whose egress changed (p1 in D3; p4 and p5 in D1), never before the instant
+// and exactly at it in virtual time.
+func TestLinkSchedule(t *testing.T) {
+	for _, b := range []string{"local", "sim"} {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			if testing.Short() && b != "sim" {
+				t.Skip("a 22 s experiment; -short skips it")
+			}
+			s := specFor(t, "rtt-schedule", "backend="+b, "duration=22s", "crash-at=none")
+			res, err := Run(t.Context(), Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl, err := analysis.ReadEvents(filepath.Join(res.Dir, "events.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var changed []int
+			for _, r := range tl {
+				if r.Kind != event.LinkChange {
+					continue
+				}
+				changed = append(changed, r.Server)
+				if r.Error != "" || r.AtMS < 20000 || (b == "sim" && r.AtMS != 20000) {
+					t.Errorf("p%d's links changed at %.3f ms (%s), want at 20 s", r.Server, r.AtMS, r.Error)
+				}
+			}
+			if slices.Sort(changed); !slices.Equal(changed, []int{1, 4, 5}) {
+				t.Errorf("LINK_CHANGE for %v, want p1, p4 and p5", changed)
+			}
+		})
+	}
+}

@@ -53,6 +53,16 @@ type request struct {
 func (s *Sim) load(ctx context.Context) {
 	s.start = s.now
 	s.harness = append(s.harness, analysis.HarnessRecord(0, event.LoadStart, 0, nil))
+	// The links' schedules count from here, and change exactly at their instants.
+	for _, at := range s.cfg.Plan.Instants() {
+		changed := map[int]bool{}
+		for _, l := range s.cfg.Plan.Changed(at) {
+			changed[l[0]] = true
+		}
+		for _, id := range slices.Sorted(maps.Keys(changed)) {
+			s.harness = append(s.harness, analysis.HarnessRecord(at, event.LinkChange, id, nil))
+		}
+	}
 	byDC := map[string]*dcClient{}
 	for _, srv := range s.servers[1:] {
 		c := byDC[srv.dc]

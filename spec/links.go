@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -483,6 +484,10 @@ func (s *Spec) checkLinks() error {
 	return nil
 }
 
+// scheduling are the backends that change links during a run: the simulator's lines,
+// the local backend's user-space lines, the netns backend's kernel netem.
+var scheduling = []string{backend.Local, backend.Netns, backend.Sim}
+
 // checkBackendLinks refuses what the spec's backend cannot emulate.
 func (s *Spec) checkBackendLinks(p string, r *LinkRule) error {
 	shapes := []struct {
@@ -495,12 +500,12 @@ func (s *Spec) checkBackendLinks(p string, r *LinkRule) error {
 			sh   Shape
 		}{index(p+".schedule", i), st.Shape})
 	}
-	if len(r.Schedule) > 0 && s.Backend != backend.Sim {
+	if len(r.Schedule) > 0 && !slices.Contains(scheduling, cmp.Or(s.Backend, backend.Local)) {
 		f := p + ".schedule"
 		if r.Trace != "" {
 			f = p + ".trace"
 		}
-		return s.errf(f, "the %s backend does not change links during a run yet (the sim backend does; netem.RunSchedule and the user-space lines are there, the runner does not start them)", s.Backend)
+		return s.errf(f, "the %s backend does not change links during a run yet (%s do)", cmp.Or(s.Backend, backend.Local), strings.Join(scheduling, ", "))
 	}
 	if !userSpace(s.Backend) {
 		return nil

@@ -161,11 +161,7 @@ func TestShipped(t *testing.T) {
 		if !reflect.DeepEqual(s.FaultSchedule(), disk.FaultSchedule()) || s.Name != name || disk.Name != name {
 			t.Errorf("%s: the embedded spec differs from the file", name)
 		}
-		backend := "local"
-		if name == "rtt-schedule" {
-			backend = "sim" // link schedules run on the simulator for now (docs/links.md)
-		}
-		if s.InitialLeader != 5 || s.CrashAt != 60*time.Second || s.N() != 5 || s.Repetitions != 5 || s.Backend != backend {
+		if s.InitialLeader != 5 || s.CrashAt != 60*time.Second || s.N() != 5 || s.Repetitions != 5 || s.Backend != "local" {
 			t.Errorf("%s: %+v", name, s)
 		}
 		if w := s.Warnings(); w != nil {

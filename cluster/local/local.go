@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"sync"
+	"time"
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
@@ -42,9 +43,10 @@ type Cluster struct {
 	ownRoot bool // root was made here and is removed on Close
 	cfgs    map[int]replica.Config
 
-	mu    sync.Mutex
-	nodes map[int]*replica.Node
-	logs  map[int]*os.File
+	mu        sync.Mutex
+	nodes     map[int]*replica.Node
+	linkStart int64 // when the links' schedules started (netem.Now's clock), 0 before
+	logs      map[int]*os.File
 
 	releaseProcs func()
 }
@@ -111,6 +113,8 @@ func New(ctx context.Context, opts cluster.Options) (_ *Cluster, err error) {
 	return l, nil
 }
 
+var _ cluster.LinkSchedules = (*Cluster)(nil)
+
 func (l *Cluster) start(ctx context.Context, id int, lns replica.Listeners) error {
 	cfg := l.cfgs[id]
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -134,8 +138,32 @@ func (l *Cluster) start(ctx context.Context, id int, lns replica.Listeners) erro
 	}
 	l.mu.Lock()
 	l.nodes[id], l.logs[id] = n, f
+	if l.linkStart != 0 {
+		n.SetLinkStart(l.linkStart) // a restart within a run keeps the run's schedule
+	}
 	l.mu.Unlock()
 	return nil
+}
+
+// PlayLinkSchedules has every node's user-space links count the plan's schedules from
+// start (each line switches by itself at the instants) and reports each instant as
+// it comes.
+func (l *Cluster) PlayLinkSchedules(ctx context.Context, start time.Time, report func(netem.Instant)) error {
+	l.mu.Lock()
+	l.linkStart = netem.At(start)
+	for _, n := range l.nodes {
+		n.SetLinkStart(l.linkStart)
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(l.opts.Topology.Servers()))
+	for i, id := range l.opts.Topology.Servers() {
+		wg.Go(func() {
+			errs[i] = netem.PlaySchedule(ctx, id, l.opts.Plan, start, func(time.Duration) error { return nil }, report)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Servers lists the servers and their addresses.

@@ -47,18 +47,20 @@ type Cluster struct {
 	plan       netem.Plan
 	links      string
 	cut        map[[2]int]bool // pairs partitioned in the kernel's trees (CutLinks)
+	schedStart time.Time       // when the plan's schedules started (PlayLinkSchedules); zero before
 	net        *bridge.Net
 	servers    []cluster.Server
 
-	mu      sync.Mutex // guards removeData and cut
+	mu      sync.Mutex // guards removeData, cut and schedStart
 	closeMu sync.Mutex
 	done    bool
 	doneErr error
 }
 
 var (
-	_ cluster.Cluster = (*Cluster)(nil)
-	_ cluster.Pids    = (*Cluster)(nil)
+	_ cluster.Cluster       = (*Cluster)(nil)
+	_ cluster.LinkSchedules = (*Cluster)(nil)
+	_ cluster.Pids          = (*Cluster)(nil)
 )
 
 // New starts opts.Topology's servers as poled processes in network namespaces and
@@ -314,8 +316,8 @@ func (c *Cluster) Restart(ctx context.Context, id int) error {
 		return err
 	}
 	if c.links == cluster.LinksKernel {
-		if err := netem.Apply(ctx, c.target(id), c.kernelPlan()); err != nil {
-			return fmt.Errorf("netns: p%d: %w", id, err)
+		if err := c.applyNow(ctx, id); err != nil {
+			return err
 		}
 	}
 	if err := c.procs.Spawn(id); err != nil {
@@ -350,21 +352,63 @@ func (c *Cluster) CutLinks(ctx context.Context, pairs [][2]int, cut bool) error 
 		}
 	}
 	c.mu.Unlock()
-	plan := c.kernelPlan()
 	var errs []error
 	for _, id := range c.ids() {
-		if err := netem.Apply(ctx, c.target(id), plan); err != nil {
-			errs = append(errs, fmt.Errorf("netns: p%d: %w", id, err))
-		}
+		errs = append(errs, c.applyNow(ctx, id))
 	}
 	return errors.Join(errs...)
 }
 
-// kernelPlan is the plan with the current kernel cuts.
-func (c *Cluster) kernelPlan() netem.Plan {
+// kernelPlan is the plan with the current kernel cuts, and the time since its
+// schedules started (zero before).
+func (c *Cluster) kernelPlan() (netem.Plan, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.plan.Cut(slices.Collect(maps.Keys(c.cut)))
+	var since time.Duration
+	if !c.schedStart.IsZero() {
+		since = time.Since(c.schedStart)
+	}
+	return c.plan.Cut(slices.Collect(maps.Keys(c.cut))), since
+}
+
+// applyNow installs server id's links as they stand now: the cuts, and the schedules'
+// state once they started (changed in place, every attribute sent).
+func (c *Cluster) applyNow(ctx context.Context, id int) error {
+	p, since := c.kernelPlan()
+	var err error
+	if since > 0 {
+		err = netem.Change(ctx, c.target(id), p.At(since))
+	} else {
+		err = netem.Apply(ctx, c.target(id), p)
+	}
+	if err != nil {
+		return fmt.Errorf("netns: p%d: %w", id, err)
+	}
+	return nil
+}
+
+// PlayLinkSchedules changes every namespace's netem leaves at the plan's instants,
+// from start, keeping the cuts a partition made; only with kernel links (poled's
+// user-space links in its own process do not change during a run yet).
+func (c *Cluster) PlayLinkSchedules(ctx context.Context, start time.Time, report func(netem.Instant)) error {
+	if c.links != cluster.LinksKernel {
+		return fmt.Errorf("netns: the links are %s, which cannot change during a run: link schedules need kernel netem here", c.links)
+	}
+	c.mu.Lock()
+	c.schedStart = start
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.ids()))
+	for i, id := range c.ids() {
+		wg.Go(func() {
+			errs[i] = netem.PlaySchedule(ctx, id, c.plan, start, func(at time.Duration) error {
+				p, _ := c.kernelPlan()
+				return netem.Change(ctx, c.target(id), p.At(at))
+			}, report)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // CollectLogs copies each server's log into dir as p<ID>.log.
