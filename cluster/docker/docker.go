@@ -210,6 +210,9 @@ func (d *containers) start(ctx context.Context, opts cluster.Options, dc Config)
 			return err
 		}
 		d.links = cluster.LinksUserSpace
+		if uerr := d.plan.UserSpaceSupports(); uerr != nil {
+			return fmt.Errorf("kernel netem unavailable (%v), and user-space links cannot emulate the plan: %w", err, uerr)
+		}
 		d.log.Info("kernel netem unavailable: links emulated in user space by poled", "reason", err)
 	} else {
 		d.links = cluster.LinksKernel

@@ -135,6 +135,12 @@ func prepare(ctx context.Context, opts cluster.Options) (*Cluster, error) {
 				return nil, err
 			}
 			c.links = cluster.LinksUserSpace
+			if uerr := c.plan.UserSpaceSupports(); uerr != nil {
+				return nil, fmt.Errorf("netns: kernel netem unavailable (%v), and user-space links cannot emulate the plan: %w", err, uerr)
+			}
+			if len(c.plan.Schedules) > 0 {
+				return nil, fmt.Errorf("netns: kernel netem unavailable (%v), and poled's user-space links cannot change during a run (the plan's schedules)", err)
+			}
 			c.log.Warn("netns: kernel netem unavailable, using the user-space fallback: poled delays its peer messages itself",
 				"label", c.label, "reason", err.Error())
 		}
