@@ -66,7 +66,7 @@ code{font-size:.92em}
 
 {{range .Sections}}<section class="campaign" id="{{.Anchor}}" data-campaign="{{.Name}}">
 <h2>{{.Title}}</h2>
-<p class="muted">{{.Runs}} runs on the {{.Backend}} backend; links: {{.Links}}.{{if .Host}} {{.Host}}.{{end}} Campaign directory: <a href="{{.DirHref}}">{{.DirText}}</a>.</p>
+<p class="muted">{{.Runs}} runs on the {{.Backend}} backend; links: {{.Links}}.{{if .Host}} {{.Host}}.{{end}} Spec {{.Spec}}{{if .Settings}} with {{.Settings}}{{end}}; {{.Reps}} per point. Campaign directory: <a href="{{.DirHref}}">{{.DirText}}</a>.</p>
 {{if .Claim}}<p class="claim"><b>The paper:</b> {{.Claim}}</p>{{end}}
 {{if .Verdict}}<p class="verdict {{.VerdictClass}}"><b>This run:</b> {{.Verdict}}</p>{{end}}
 {{range .Results}}<figure class="result" data-kind="{{.Kind}}">
@@ -140,6 +140,7 @@ type htmlPoint struct {
 type htmlSection struct {
 	Name, Anchor, Title, Claim, Verdict, VerdictClass, Mark, MarkClass string
 	Backend, Links, Host, DirHref, DirText, EvidenceNote               string
+	Spec, Settings, Reps                                               string
 	Runs                                                               int
 	Results, Evidence                                                  []htmlFig
 	Metrics                                                            []string
@@ -215,7 +216,8 @@ func (r *Report) WriteHTML(dir string) error {
 	var secs []htmlSection
 	for _, s := range r.Sections {
 		hs := htmlSection{Name: s.Campaign.Name, Anchor: s.anchor(), Title: s.title(), Claim: s.Campaign.Claim, Verdict: s.Verdict,
-			Backend: orDash(s.Backend), Links: orDash(s.Links), Host: s.Host, Runs: s.Runs, DirHref: rel(s.Dir), DirText: rel(s.Dir), EvidenceNote: s.Evidence}
+			Backend: orDash(s.Backend), Links: orDash(s.Links), Host: s.Host, Runs: s.Runs, DirHref: rel(s.Dir), DirText: rel(s.Dir), EvidenceNote: s.Evidence,
+			Spec: s.Campaign.Spec, Settings: strings.Join(s.Campaign.Settings, " "), Reps: plural(s.Campaign.Repetitions, "repetition")}
 		if s.Shown != nil {
 			hs.VerdictClass, hs.Mark, hs.MarkClass = "bad", "✗ not shown", "bad"
 			if *s.Shown {

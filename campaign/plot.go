@@ -336,7 +336,7 @@ func (c *Campaign) drawBars(dir string, rows []Row, metrics []string, title, bas
 		return nil, nil
 	}
 	nb := len(metrics)
-	bw := 0.8 / float64(nb)
+	bw := min(0.8/float64(nb), 0.5)
 	xl := FieldLabel(xField, xVals)
 	if sField != "" {
 		xl = FieldLabel(sField, sVals) + ", at each " + strings.SplitN(FieldLabel(xField, xVals), ":", 2)[0]
@@ -492,6 +492,7 @@ func (c *Campaign) drawLines(dir string, rows []Row, metric, title, base string)
 	}
 	top := 0.0
 	drawn := 0
+	modelled := false
 	mm := modelMetric(metric)
 	for si, sv := range sVals {
 		col := figure.OracleColor(sv, si)
@@ -575,6 +576,7 @@ func (c *Campaign) drawLines(dir string, rows []Row, metric, title, base string)
 			p.Add(w)
 		}
 		if len(model) > 0 {
+			modelled = true
 			ml, err := plotter.NewLine(model)
 			if err != nil {
 				return nil, err
@@ -598,12 +600,15 @@ func (c *Campaign) drawLines(dir string, rows []Row, metric, title, base string)
 		p.Add(sc)
 		leg.Add("runs that elected another leader", sc)
 		if len(othersModel) > 0 {
+			modelled = true
 			p.Add(figure.Dashes{XYs: othersModel, HalfLen: vg.Points(6), Style: draw.LineStyle{Color: grey, Width: vg.Points(1.6)}})
 		}
 	}
-	dl, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
-	dl.Color, dl.Width, dl.Dashes = grey, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}
-	leg.Add("model, for the leader elected", dl)
+	if modelled {
+		dl, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
+		dl.Color, dl.Width, dl.Dashes = grey, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}
+		leg.Add("model, for the leader elected", dl)
+	}
 	if len(paperAll) > 0 {
 		for _, pa := range paperAll {
 			s, err := plotter.NewScatter(plotter.XYs{pa.xy})

@@ -458,7 +458,8 @@ func (r *Report) WriteMarkdown(dir string) error {
 	}
 	for _, s := range r.Sections {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.title())
-		fmt.Fprintf(&b, "%d runs on the %s backend, links: %s.\n\n", s.Runs, s.Backend, s.Links)
+		fmt.Fprintf(&b, "%d runs on the %s backend, links: %s; spec %s with %s; %s per point.\n\n", s.Runs, s.Backend, s.Links,
+			s.Campaign.Spec, orDash(strings.Join(s.Campaign.Settings, " ")), plural(s.Campaign.Repetitions, "repetition"))
 		if s.Host != "" {
 			fmt.Fprintf(&b, "%s.\n\n", s.Host)
 		}
