@@ -23,12 +23,16 @@ var faultLook = []struct {
 	color  color.Color
 	edge   color.Color
 }{
-	{FaultCrash, "leader crash, until the new leader's first commit", color.NRGBA{R: 230, G: 60, B: 60, A: 45}, color.Black},
-	{FaultDown, "server down (killed), until restarted", color.NRGBA{R: 90, G: 90, B: 90, A: 55}, nil},
-	{FaultCut, "links cut (outdate, partition), until healed", color.NRGBA{R: 120, G: 70, B: 200, A: 55}, nil},
-	{FaultPause, "server paused, until resumed", color.NRGBA{R: 230, G: 180, B: 0, A: 70}, nil},
+	{FaultCrash, "leader crash until a new leader commits", color.NRGBA{R: 230, G: 60, B: 60, A: 45}, color.Black},
+	{FaultDown, "server down (killed)", color.NRGBA{R: 90, G: 90, B: 90, A: 55}, nil},
+	{FaultCut, "links cut (outdate, partition)", color.NRGBA{R: 120, G: 70, B: 200, A: 55}, nil},
+	{FaultPause, "server paused", color.NRGBA{R: 230, G: 180, B: 0, A: 70}, nil},
 	{FaultOther, "other fault", color.NRGBA{A: 0}, color.NRGBA{R: 120, G: 70, B: 200, A: 255}},
 }
+
+// evidenceStall is the host's stalls' shade: lighter than latency.png's, since a busy
+// host stalls hundreds of times a run and the faults must read through.
+var evidenceStall = color.NRGBA{R: stallColor.R, G: stallColor.G, B: stallColor.B, A: 80}
 
 // TimelineFigure is what PlotRunTimeline drew beyond the image: a note for the caption.
 type TimelineFigure struct {
@@ -55,6 +59,22 @@ func PlotRunTimeline(rd *RunData, title, base string) (*TimelineFigure, error) {
 	spans := Faults(rd.Events, end)
 	text := figure.TextStyle(8, color.Gray{Y: 40})
 	var labels []figure.Span
+	// The host's stalls first: the faults' shades and edges stay visible above them.
+	stallEntry := func() {}
+	if rd.HostMeasured {
+		var long []HostStall
+		for _, st := range rd.Stalls {
+			if ms(st.To-st.From) >= StallMS {
+				long = append(long, st)
+			}
+		}
+		b := figure.Bands{Color: evidenceStall}
+		for _, sp := range union(long) {
+			b.Spans = append(b.Spans, figure.Span{From: sp.from.Seconds(), To: sp.to.Seconds()})
+		}
+		p.Add(b)
+		stallEntry = func() { leg.Add(fmt.Sprintf("host stall ≥ %g ms (%d)", StallMS, len(b.Spans)), b) }
+	}
 	for _, look := range faultLook {
 		var b figure.Bands
 		for _, f := range spans {
@@ -71,20 +91,7 @@ func PlotRunTimeline(rd *RunData, title, base string) (*TimelineFigure, error) {
 		p.Add(b)
 		leg.Add(look.legend, b)
 	}
-	if rd.HostMeasured {
-		var long []HostStall
-		for _, st := range rd.Stalls {
-			if ms(st.To-st.From) >= StallMS {
-				long = append(long, st)
-			}
-		}
-		b := figure.Bands{Color: stallShade}
-		for _, sp := range union(long) {
-			b.Spans = append(b.Spans, figure.Span{From: sp.from.Seconds(), To: sp.to.Seconds()})
-		}
-		p.Add(b)
-		leg.Add(fmt.Sprintf("host stall ≥ %g ms (%d)", StallMS, len(b.Spans)), b)
-	}
+	stallEntry() // in the legend after the faults
 	var peak, tmax float64
 	model := map[string]map[string]float64{}
 	for i, dc := range s.DCs {
@@ -104,7 +111,7 @@ func PlotRunTimeline(rd *RunData, title, base string) (*TimelineFigure, error) {
 		}
 		l.Color, l.Width = figure.DCColor(dc, i), vg.Points(1.3)
 		p.Add(l)
-		leg.Add(dc+", measured", l)
+		leg.Add(dc, l)
 	}
 	crash := 0.0
 	for _, f := range spans {
@@ -165,7 +172,7 @@ func PlotRunTimeline(rd *RunData, title, base string) (*TimelineFigure, error) {
 	p.X.Min, p.X.Max = 0, math.Max(end.Seconds(), tmax)
 	p.X.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
 	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
-	saved, err := figure.Save(p, leg, figure.Width, figure.Height, base, nil)
+	saved, err := figure.Save(p, leg, figure.SmallWidth, figure.SmallHeight, base, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -210,8 +217,8 @@ func PlotRunPercentiles(rd *RunData, title, base string) (figure.Saved, error) {
 		width  vg.Length
 		legend string
 	}{
-		"before": {[]vg.Length{vg.Points(5), vg.Points(3)}, vg.Points(1.2), "before the crash (dashed)"},
-		"after":  {nil, vg.Points(2), "after the crash (solid)"},
+		"before": {[]vg.Length{vg.Points(5), vg.Points(3)}, vg.Points(1.2), "before the crash"},
+		"after":  {nil, vg.Points(2), "after the crash"},
 	}
 	for i, dc := range dcs {
 		labeled := false
@@ -260,7 +267,7 @@ func PlotRunPercentiles(rd *RunData, title, base string) (figure.Saved, error) {
 	p.X.Tick.Marker = plot.TickerFunc(figure.PercentileTicks)
 	p.Y.Min, p.Y.Max = 0, ymax*1.08
 	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
-	return figure.Save(p, leg, figure.Width, figure.Height, base, nil)
+	return figure.Save(p, leg, figure.SmallWidth, figure.SmallHeight, base, nil)
 }
 
 // BucketWords is a bucket's width as an axis says it: "500 ms", "1 s".

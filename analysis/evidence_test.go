@@ -154,7 +154,7 @@ func TestPlotRunTimelineShadesEveryFault(t *testing.T) {
 		"cut":   over(120, 70, 200, 55),
 		"crash": over(230, 60, 60, 45),
 		"pause": over(230, 180, 0, 70),
-		"stall": over(float64(stallShade.R), float64(stallShade.G), float64(stallShade.B), float64(stallShade.A)),
+		"stall": over(float64(evidenceStall.R), float64(evidenceStall.G), float64(evidenceStall.B), float64(evidenceStall.A)),
 	}
 	b := img.Bounds()
 	y := b.Min.Y + b.Dy()*40/100 // above the lines (20 and 40 ms of a 123 ms axis), below the labels
@@ -214,7 +214,7 @@ func TestPlotRunPercentiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"99.9%", "D1 (1000 before, 1000 after)", "after the crash (solid)", "log scale of 1/(1-p)"} {
+	for _, want := range []string{"99.9%", "D1 (1000 before, 1000 after)", "after the crash", "log scale of 1/(1-p)"} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("the percentile figure does not say %q", want)
 		}

@@ -38,7 +38,7 @@ figure{margin:1em 0}figcaption{font-size:.88em;color:#3d444d;max-width:880px}fig
 .plot img{display:block;width:864px;max-width:100%;height:auto;border:1px solid #eee}
 a.spot{position:absolute;width:18px;height:18px;margin:-9px 0 0 -9px;border-radius:50%}
 a.spot:hover,a.spot:focus{outline:2px solid #000;background:rgba(255,220,0,.35)}
-.evidence{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:1em;align-items:start}
+.evidence{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1em;align-items:start}
 .evidence .plot img{width:100%}
 details{margin:.7em 0}summary{cursor:pointer;color:#0969da}
 code{font-size:.92em}

@@ -27,10 +27,13 @@ import (
 // DPI is the PNGs' resolution: 1.5 pixels per CSS pixel, sharp on most screens.
 const DPI = 144
 
-// Width and Height are a figure's default size (at 96 CSS pixels per inch: 864 × 456).
+// Width and Height are a figure's default size (at 96 CSS pixels per inch: 864 × 456);
+// SmallWidth and SmallHeight a figure's shown two side by side (720 × 442).
 var (
-	Width  = 9 * vg.Inch
-	Height = 4.75 * vg.Inch
+	Width       = 9 * vg.Inch
+	Height      = 4.75 * vg.Inch
+	SmallWidth  = 7.5 * vg.Inch
+	SmallHeight = 4.6 * vg.Inch
 )
 
 func sans(size float64) font.Font {
