@@ -13,12 +13,34 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/figure"
 )
 
-// PlotHistory draws every metric of the history over the nights, one PNG per metric
-// in dir: each night's samples as dots, its median as a line, and the change points
-// (ChangePoints) as red vertical lines. It returns the files written.
+// PlotHistory draws every metric of the history over the nights, one PNG (and SVG)
+// per metric in dir, in the report's style: each night's samples as dots (those of
+// runs the host's verdict did not trust hollow), its median as a line, and the change
+// points (ChangePoints) as red lines named by the night and commit that start
+// the new level. It returns the PNGs written.
 func PlotHistory(nights []Night, dir string) ([]string, error) {
+	plots, err := plotHistory(nights, dir)
+	var files []string
+	for _, p := range plots {
+		files = append(files, p.PNG)
+	}
+	return files, err
+}
+
+// metricPlot is one metric's figure and its change points.
+type metricPlot struct {
+	Name     string
+	PNG, SVG string
+	Changes  []int // the nights that start a new level
+	Ref      NightMetric
+}
+
+func plotHistory(nights []Night, dir string) ([]metricPlot, error) {
 	if len(nights) == 0 {
 		return nil, ErrNoBaseline
 	}
@@ -31,73 +53,114 @@ func PlotHistory(nights []Night, dir string) ([]string, error) {
 			names[name] = true
 		}
 	}
-	var files []string
+	var out []metricPlot
 	for _, name := range slices.Sorted(maps.Keys(names)) {
-		path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name)+".png")
-		if err := plotMetric(nights, name, path); err != nil {
-			return files, err
+		base := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name))
+		mp, err := plotMetric(nights, name, base)
+		if err != nil {
+			return out, err
 		}
-		files = append(files, path)
+		out = append(out, mp)
 	}
-	return files, nil
+	return out, nil
 }
 
-func plotMetric(nights []Night, name, path string) error {
-	p := plot.New()
-	p.Title.Text = name
-	p.X.Label.Text = fmt.Sprintf("night (1 = %s, %d = %s)", nights[0].Date.Format("2006-01-02"), len(nights), nights[len(nights)-1].Date.Format("2006-01-02"))
-	p.Add(plotter.NewGrid())
-	var dots, medians plotter.XYs
+// shortCommit is a commit's first 8 characters.
+func shortCommit(c string) string {
+	if len(c) > 8 {
+		return c[:8]
+	}
+	return c
+}
+
+// nightTicks labels the nights by date (month-day), ten labels at most.
+func nightTicks(nights []Night) plot.Ticker {
+	return plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		step := max(1, (len(nights)+9)/10)
+		var ticks []plot.Tick
+		for i := 0; i < len(nights); i += step {
+			ticks = append(ticks, plot.Tick{Value: float64(i + 1), Label: nights[i].Date.Format("01-02")})
+		}
+		return ticks
+	})
+}
+
+func plotMetric(nights []Night, name, base string) (metricPlot, error) {
+	mp := metricPlot{Name: name}
 	series := make([][]float64, len(nights))
-	var ref NightMetric
-	ymin, ymax := 0.0, 0.0
+	var dots, hollow, medians plotter.XYs
+	ymax := 0.0
 	for i, n := range nights {
 		m, ok := n.Metrics[name]
 		if !ok {
 			continue
 		}
-		ref = m
+		mp.Ref = m
 		series[i] = m.Samples
 		x := float64(i + 1)
-		for _, v := range m.Samples {
-			dots = append(dots, plotter.XY{X: x, Y: v})
-			ymin, ymax = min(ymin, v), max(ymax, v)
+		for k, v := range m.Samples {
+			if k < len(m.Host) && m.Host[k] != "" && m.Host[k] != analysis.Trusted {
+				hollow = append(hollow, plotter.XY{X: x, Y: v})
+			} else {
+				dots = append(dots, plotter.XY{X: x, Y: v})
+			}
+			ymax = max(ymax, v)
 		}
 		medians = append(medians, plotter.XY{X: x, Y: m.Median})
 	}
-	p.Y.Label.Text = ref.Unit
-	if ref.Better != "" {
-		p.Y.Label.Text += " (" + string(ref.Better) + " is better)"
+	y := mp.Ref.Unit
+	if mp.Ref.Better != "" {
+		y += ", " + string(mp.Ref.Better) + " is better"
 	}
-	sc, err := plotter.NewScatter(dots)
-	if err != nil {
-		return fmt.Errorf("benchdata: plot %s: %w", name, err)
-	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 140}, Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
-	l, err := plotter.NewLine(medians)
-	if err != nil {
-		return fmt.Errorf("benchdata: plot %s: %w", name, err)
-	}
-	l.Width = vg.Points(1.5)
-	l.Color = color.RGBA{B: 200, A: 255}
-	p.Add(sc, l)
-	p.Legend.Add("samples", sc)
-	p.Legend.Add("median", l)
-	// Bottom right: the y axis starts at 0, so the data sit above the legend.
-	for k, cp := range ChangePoints(series, ref.MinEffect) {
+	p := figure.New(name, fmt.Sprintf("night (%s to %s)", nights[0].Date.Format("2006-01-02"), nights[len(nights)-1].Date.Format("2006-01-02")), y)
+	leg := figure.NewLegend()
+	mp.Changes = ChangePoints(series, mp.Ref.MinEffect)
+	var labels []figure.Span
+	for k, cp := range mp.Changes {
 		x := float64(cp) + 0.5 // between the last night of the old level and the first of the new
-		v, _ := plotter.NewLine(plotter.XYs{{X: x, Y: ymin}, {X: x, Y: ymax}})
-		v.Color, v.Width = color.RGBA{R: 220, A: 255}, vg.Points(1.5)
-		v.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(v)
+		b := figure.Bands{Spans: []figure.Span{{From: x, To: x}}, Color: color.NRGBA{}, Edge: color.NRGBA{R: 220, A: 255}}
+		p.Add(b)
+		labels = append(labels, figure.Span{From: x, To: x, Label: fmt.Sprintf("%s %s", nights[cp].Date.Format("01-02"), shortCommit(nights[cp].Commit))})
 		if k == 0 {
-			p.Legend.Add("change point", v)
+			leg.Add("change point (the night starting a new level)", b)
 		}
 	}
+	if len(dots) > 0 {
+		sc, err := plotter.NewScatter(dots)
+		if err != nil {
+			return mp, fmt.Errorf("benchdata: plot %s: %w", name, err)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: color.Gray{Y: 120}, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}
+		p.Add(sc)
+		leg.Add("a run", sc)
+	}
+	if len(hollow) > 0 {
+		sc, err := plotter.NewScatter(hollow)
+		if err != nil {
+			return mp, fmt.Errorf("benchdata: plot %s: %w", name, err)
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: color.NRGBA{R: 230, G: 120, A: 255}, Radius: vg.Points(3.5), Shape: draw.RingGlyph{}}
+		p.Add(sc)
+		leg.Add("a run the host did not leave quiet", sc)
+	}
+	l, err := plotter.NewLine(medians)
+	if err != nil {
+		return mp, fmt.Errorf("benchdata: plot %s: %w", name, err)
+	}
+	l.Width = vg.Points(1.8)
+	l.Color = color.NRGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 255}
+	p.Add(l)
+	leg.Add("the night's median", l)
+	p.Add(figure.SpanLabels{Spans: labels, Text: figure.TextStyle(8, color.NRGBA{R: 180, A: 255})})
 	p.X.Min = 0.5
 	p.X.Max = float64(len(nights)) + 0.5
-	if err := p.Save(8*vg.Inch, 4*vg.Inch, path); err != nil {
-		return fmt.Errorf("benchdata: plot %s: %w", path, err)
+	p.X.Tick.Marker = nightTicks(nights)
+	p.Y.Min, p.Y.Max = 0, max(ymax*1.15, 1)
+	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
+	saved, err := figure.Save(p, leg, figure.Width, figure.SmallHeight, base, nil)
+	if err != nil {
+		return mp, fmt.Errorf("benchdata: plot %s: %w", name, err)
 	}
-	return nil
+	mp.PNG, mp.SVG = saved.PNG, saved.SVG
+	return mp, nil
 }

@@ -7,6 +7,7 @@ package campaign
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -38,6 +38,9 @@ type Plot struct {
 	X       string   `yaml:"x,omitempty" json:"x,omitempty"`
 	Series  string   `yaml:"series,omitempty" json:"series,omitempty"`
 	Metrics []string `yaml:"metrics,omitempty" json:"metrics,omitempty"`
+	// Style is "bars" (a group of bars per category: Fig. 6, 7c) or "lines" (over a
+	// numeric x); by default bars when x is a category (the oracle), else lines.
+	Style string `yaml:"style,omitempty" json:"style,omitempty"`
 }
 
 // Campaign is a sweep: a spec, fixed settings, the grid, and repetitions per point.
@@ -247,6 +250,14 @@ func (c *Campaign) check(errf func(field, format string, a ...any) error) error 
 			}
 		}
 	}
+	if st := c.Plot.Style; st != "" && st != StyleBars && st != StyleLines {
+		return errf("plot.style", "%q: want %s or %s", st, StyleBars, StyleLines)
+	}
+	if x, _ := c.axes(); c.Plot.Style == StyleLines {
+		if _, ok := numericX(x, c.values(x)); !ok {
+			return errf("plot.style", "lines need a numeric x; %s's values are categories (%s)", x, strings.Join(c.values(x), ", "))
+		}
+	}
 	for _, f := range []struct{ field, v string }{{"plot.x", c.Plot.X}, {"plot.series", c.Plot.Series}} {
 		if f.v != "" && !seen[f.v] {
 			return errf(f.field, "%s is not a varied field", f.v)
@@ -301,6 +312,19 @@ func Done(runDir string) bool {
 	return err == nil
 }
 
+// Undone counts the runs of the campaign in dir that are not finished.
+func (c *Campaign) Undone(dir string) int {
+	n := 0
+	for _, p := range c.Points() {
+		for rep := 1; rep <= c.Repetitions; rep++ {
+			if !Done(RunDir(dir, p, rep)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Options configure Run.
 type Options struct {
 	Dir      string // the campaign directory
@@ -311,6 +335,9 @@ type Options struct {
 	RunOne func(ctx context.Context, sp *spec.Spec, dir string) error
 	// Jobs caps how many simulated runs go at once (0: runner.Parallelism's choice).
 	Jobs int
+	// Tally, when set, counts the runs of several campaigns (reproduce's figures): a
+	// campaign none of whose runs has finished yet takes its ETA from their pace.
+	Tally *progress.Tally
 }
 
 // Run runs every point's repetitions that are not done yet, then writes results.csv
@@ -362,32 +389,55 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 	if done > 0 {
 		line.Note("[%s] %d of %d runs already done: resuming", c.Name, done, total)
 	}
+	if todo > 0 {
+		line.Note("[%s] %s to go (%s x %s), %d at a time", c.Name, plural(todo, "run"), plural(len(pts), "point"), plural(c.Repetitions, "repetition"), workers)
+	}
 	jobCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	start := time.Now()
-	var mu sync.Mutex // ran, read by the jobs for the ETA
-	ran := 0
+	own := progress.NewTally(todo)
+	took := make([]time.Duration, len(jobs)) // written by job i, read once it is handed on
+	// eta is the campaign's time left: from its own finished runs, else from the pace
+	// of the other campaigns' (reproduce), else unknown until the first run finishes.
+	eta := func() string {
+		if d, ok := own.ETA(); ok {
+			return progress.ETAString(d, true, "run")
+		}
+		if o.Tally != nil {
+			if pace, ok := o.Tally.Pace(); ok {
+				return progress.ETAString(pace*time.Duration(todo), true, "run")
+			}
+		}
+		return progress.ETAString(0, false, "run")
+	}
+	overall := func() string {
+		if o.Tally == nil {
+			return ""
+		}
+		d, ok := o.Tally.ETA()
+		n, total := o.Tally.Counts()
+		return fmt.Sprintf("; all: %d of %d runs, %s", n, total, progress.ETAString(d, ok, "run"))
+	}
 	var errs []error
 	pool.Ordered(jobCtx, len(jobs), workers, func(i int) error {
 		j := jobs[i]
 		if j.err != nil {
 			return j.err
 		}
-		mu.Lock()
-		eta := "?"
-		if ran > 0 {
-			eta = progress.ETA(float64(ran), float64(todo), time.Since(start)).String()
+		if line.Live() {
+			line.Update("[%s] run %d of %d: %s rep %d/%d; campaign %s%s",
+				c.Name, total-todo+i+1, total, settingsString(j.p.Settings), j.rep, c.Repetitions, eta(), overall())
 		}
-		mu.Unlock()
-		line.Update("[%s] point %d of %d (%s) rep %d/%d; run %d of %d, campaign ETA %s",
-			c.Name, j.p.Index, len(pts), settingsString(j.p.Settings), j.rep, c.Repetitions, total-todo+i+1, total, eta)
+		t0 := time.Now()
+		defer func() { took[i] = time.Since(t0) }()
 		os.RemoveAll(j.rd) // a half-written run starts afresh
 		return o.RunOne(jobCtx, j.sp, j.rd)
 	}, func(i int, err error) {
 		j := jobs[i]
-		mu.Lock()
-		ran++
-		mu.Unlock()
+		own.Finish()
+		if o.Tally != nil {
+			o.Tally.Finish()
+		}
+		what := fmt.Sprintf("[%s] run %d of %d", c.Name, total-todo+i+1, total)
 		if err == nil || (ctx.Err() == nil && hasSummary(j.rd)) {
 			// A run whose checks failed (say, a lost write) is still a measured run.
 			if err != nil {
@@ -399,10 +449,17 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 				return
 			}
 			done++
+			msg := fmt.Sprintf("%s done: %s rep %d/%d%s, %.1f s; campaign %s%s", what, settingsString(j.p.Settings), j.rep, c.Repetitions,
+				electedNote(j.rd), took[i].Seconds(), eta(), overall())
+			if line.Live() {
+				line.Update("%s", msg)
+			} else {
+				line.Note("%s", msg)
+			}
 			return
 		}
 		errs = append(errs, fmt.Errorf("%s rep %d: %w", j.p.Dir(), j.rep, err))
-		line.Note("[%s] %s rep %d failed: %v", c.Name, j.p.Dir(), j.rep, err)
+		line.Note("%s failed: %s rep %d: %v; campaign %s%s", what, j.p.Dir(), j.rep, err, eta(), overall())
 	})
 	line.Done()
 	if ctx.Err() != nil {
@@ -418,6 +475,21 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 func RunSpec(ctx context.Context, sp *spec.Spec, dir string, log *slog.Logger) error {
 	_, err := runner.Run(ctx, runner.Options{Spec: sp, Out: dir, Log: log})
 	return err
+}
+
+// electedNote is ", elected p4" from a finished run's summary ("" without one).
+func electedNote(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return ""
+	}
+	var s struct {
+		NewLeader int `json:"new_leader"`
+	}
+	if json.Unmarshal(b, &s) != nil || s.NewLeader == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", elected p%d", s.NewLeader)
 }
 
 func hasSummary(dir string) bool {
@@ -444,4 +516,12 @@ func (c *Campaign) writeResolved(path string) error {
 // LoadDir reads the campaign a directory was made with.
 func LoadDir(dir string) (*Campaign, error) {
 	return Load(filepath.Join(dir, "campaign.yaml"))
+}
+
+// plural is "1 run", "2 runs".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

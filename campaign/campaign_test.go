@@ -6,11 +6,13 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	stdhtml "html"
 	"io/fs"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,8 +20,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"gonum.org/v1/plot/vg"
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/runner"
@@ -244,8 +244,14 @@ func TestRunResumeAndFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(figs) != 2 {
-		t.Fatalf("figures %+v", figs)
+	// Bars of the latency before the crash and of the election time per oracle, and
+	// the evidence: one run over time and its percentiles.
+	var kinds []string
+	for _, f := range figs {
+		kinds = append(kinds, f.Kind)
+	}
+	if want := []string{KindBars, KindBars, KindTimeline, KindPercentiles}; !slices.Equal(kinds, want) {
+		t.Fatalf("figures %q, want %q", kinds, want)
 	}
 	for _, fig := range figs {
 		for _, name := range []string{fig.PNG, fig.SVG} {
@@ -266,21 +272,31 @@ func TestRunResumeAndFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	if !strings.Contains(string(md), "## short") || !strings.Contains(string(md), "This run: ") || !strings.Contains(string(md), "![latency_ms.before.all.mean](") {
+	if !strings.Contains(string(md), "## short") || !strings.Contains(string(md), "This run: ") || !strings.Contains(string(md), "![short](short-latency_ms_before_all_mean.png)") {
 		t.Errorf("report.md:\n%s", md)
 	}
-	t.Run("browser", func(t *testing.T) { checkInBrowser(t, filepath.Join(dir, "report.html"), 2, 0) })
+	t.Run("browser", func(t *testing.T) {
+		checkInBrowser(t, filepath.Join(dir, "report.html"), browserWant{images: 4, rows: 0, sections: 1})
+	})
 }
 
 func defaultRunOne(ctx context.Context, sp *spec.Spec, dir string) error {
 	return RunSpec(ctx, sp, dir, nil)
 }
 
+// browserWant is what a reader must see in the report.
+type browserWant struct {
+	images   int // figures, every one loaded
+	rows     int // rows of the paper's numbers
+	sections int // figure sections, each with its time series and percentiles loaded
+}
+
 // checkInBrowser renders the report in headless Chromium as a reader would: every
 // figure must load (its naturalWidth is checked by the page's own script), the table
-// must have its rows, and a screenshot is taken (kept when POLEBENCH_KEEP_SCREENSHOT
-// names a path, to look at).
-func checkInBrowser(t *testing.T, html string, wantImages, wantRows int) {
+// must have its rows, no axis or title reads as a metric key, every figure section
+// shows its evidence (one run over time, its percentiles), and a screenshot is taken
+// (kept when POLEBENCH_KEEP_SCREENSHOT names a path, to look at). It returns the DOM.
+func checkInBrowser(t *testing.T, html string, want browserWant) string {
 	t.Helper()
 	bin := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -310,23 +326,62 @@ func checkInBrowser(t *testing.T, html string, wantImages, wantRows int) {
 	if !strings.Contains(page, `data-images-ok="`) {
 		t.Fatalf("the page's check did not run: %.300s", page)
 	}
-	if !strings.Contains(page, `data-images-broken="0"`) || !strings.Contains(page, `data-images-ok="`+itoa(wantImages)+`"`) {
+	if !strings.Contains(page, `data-images-broken="0"`) || !strings.Contains(page, `data-images-ok="`+itoa(want.images)+`"`) {
 		i := strings.Index(page, "<body")
-		t.Errorf("figures in the browser: %.200s", page[i:])
+		t.Errorf("figures in the browser, want %d loaded: %.200s", want.images, page[i:])
 	}
-	if rows := strings.Count(page, `<tr class="number">`); rows != wantRows {
-		t.Errorf("the numbers table has %d rows in the browser, want %d", rows, wantRows)
+	if n := strings.Count(page, `data-loaded="1"`); n != want.images {
+		t.Errorf("%d images loaded, want %d", n, want.images)
+	}
+	if rows := strings.Count(page, `<tr class="number`); rows != want.rows {
+		t.Errorf("the numbers table has %d rows in the browser, want %d", rows, want.rows)
+	}
+	labels := regexp.MustCompile(`data-(?:x-label|y-label|title)="([^"]*)"`).FindAllStringSubmatch(page, -1)
+	if len(labels) != 3*want.images {
+		t.Errorf("%d axis labels and titles for %d figures, want 3 each", len(labels), want.images)
+	}
+	for _, l := range labels {
+		if v := stdhtml.UnescapeString(l[1]); v == "" || looksLikeKey(v) {
+			t.Errorf("a figure's axis or title reads %q: a metric key, not words", v)
+		}
+	}
+	sections := regexp.MustCompile(`<section [^>]*class="campaign"[^>]*>`).FindAllString(page, -1)
+	if len(sections) != want.sections {
+		t.Errorf("%d figure sections, want %d", len(sections), want.sections)
+	}
+	kinds := regexp.MustCompile(`data-loaded-kinds="([^"]*)"`)
+	for _, sec := range sections {
+		m := kinds.FindStringSubmatch(sec)
+		if m == nil || !slices.Contains(strings.Split(m[1], ","), KindTimeline) || !slices.Contains(strings.Split(m[1], ","), KindPercentiles) {
+			t.Errorf("section %s: the time series and the percentiles must both load", sec)
+		}
 	}
 	shot := filepath.Join(t.TempDir(), "report.png")
 	if p := os.Getenv("POLEBENCH_KEEP_SCREENSHOT"); p != "" {
 		shot = p
 	}
-	if out, err := exec.CommandContext(ctx, bin, append(flags, "--window-size=1200,2400", "--screenshot="+shot, "file://"+html)...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, bin, append(flags, "--window-size=1300,2400", "--screenshot="+shot, "file://"+html)...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v: %s", err, out)
 	}
 	if st, err := os.Stat(shot); err != nil || st.Size() < 20000 {
 		t.Errorf("screenshot %s: %v (a blank page is a few kB)", shot, err)
 	}
+	return page
+}
+
+// looksLikeKey says whether a label reads as a metric key rather than words:
+// latency_ms.after.all.mean, recovery_ms.
+func looksLikeKey(s string) bool {
+	if strings.Contains(s, "_ms") || strings.Contains(s, "latency_") || strings.Contains(s, "model_ms") {
+		return true
+	}
+	for _, w := range strings.Fields(s) {
+		w = strings.Trim(w, "().,:;")
+		if strings.Count(w, ".") >= 2 && strings.IndexFunc(w, func(r rune) bool { return r >= 'a' && r <= 'z' }) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -397,30 +452,26 @@ func TestPlotSVGDeterministic(t *testing.T) {
 	}
 	var rows []Row
 	for i, p := range c.Points() {
-		rows = append(rows, Row{Point: p, Rep: 1, Metrics: map[string]float64{
+		rows = append(rows, Row{Point: p, Rep: 1, Metrics: map[string]float64{NewLeader: float64(1 + i%4),
 			"latency_ms.after.all.mean": 50 + float64(i), "latency_ms.after.all.model_ms": 49 + float64(i)}})
 	}
-	xField, sField := c.axes()
+	dir := t.TempDir()
 	var first []byte
-	for i := range 20 {
-		p, err := c.plotMetric(rows, "latency_ms.after.all.mean", xField, sField)
-		if err != nil || p == nil {
+	for i := range 10 {
+		f, err := c.drawLines(dir, rows, "latency_ms.after.all.mean", "t", "fig")
+		if err != nil || f == nil {
 			t.Fatalf("plot: %v", err)
 		}
-		w, err := p.WriterTo(8*vg.Inch, 4.5*vg.Inch, "svg")
+		b, err := os.ReadFile(filepath.Join(dir, f.SVG))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b bytes.Buffer
-		if _, err := w.WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(b.Bytes(), []byte("paper")) {
+		if !bytes.Contains(b, []byte("the paper")) {
 			t.Fatal("the figure has no paper values: the check would check nothing")
 		}
 		if i == 0 {
-			first = b.Bytes()
-		} else if !bytes.Equal(first, b.Bytes()) {
+			first = b
+		} else if !bytes.Equal(first, b) {
 			t.Fatalf("drawing %d differs from the first", i)
 		}
 	}
@@ -521,8 +572,8 @@ repetitions: 3
 			for _, l := range strings.Split(string(md), "\n") {
 				if i := slices.IndexFunc(c.Points(), func(p Point) bool { return strings.Contains(l, "after the crash, "+p.Value("oracle")) }); i >= 0 {
 					matched++
-					if want := "| " + tc.points[i].String() + " |"; !strings.HasSuffix(l, want) {
-						t.Errorf("report.md row %q, want it to end %q", l, want)
+					if want := "| " + tc.points[i].String() + " | [1]("; !strings.Contains(l, want) {
+						t.Errorf("report.md row %q, want its host column %q and the runs linked", l, want)
 					}
 				}
 			}

@@ -1,8 +1,10 @@
 package campaign
 
 import (
+	"cmp"
 	"fmt"
-	"maps"
+	"image/color"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -10,15 +12,29 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/figure"
 )
 
 // DefaultMetrics are plotted when a campaign names none.
 var DefaultMetrics = []string{"latency_ms.after.all.mean", "recovery_ms", "election_ms"}
+
+// Figure styles.
+const (
+	StyleBars  = "bars"  // a group of bars per category (oracle, or series at each x)
+	StyleLines = "lines" // one line per series over a numeric x
+)
+
+// Kinds of figure.
+const (
+	KindBars        = "bars"
+	KindLines       = "lines"
+	KindTimeline    = "timeline"    // a representative run's latency over time, faults shaded
+	KindPercentiles = "percentiles" // its latency percentiles per DC before and after the crash
+)
 
 // axes are the figure's x field and series field (either may be "").
 func (c *Campaign) axes() (x, series string) {
@@ -34,230 +50,592 @@ func (c *Campaign) axes() (x, series string) {
 	return x, series
 }
 
-// Figure is one drawn metric.
-type Figure struct {
-	Metric   string
-	PNG, SVG string // file names in the campaign directory
+func (c *Campaign) values(field string) []string {
+	for _, a := range c.Vary {
+		if a.Field == field {
+			return a.Values
+		}
+	}
+	return nil
 }
 
-// Draw draws each of the campaign's metrics against its x field, one series per
-// value of its series field: the mean of the repetitions with 95 % interval bars, the
-// analytic model dashed where the metric has one (a latency mean beside its
-// model_ms), and the paper's value as a large cross where the paper gives one. It
-// reads results.csv alone, so figures can be redrawn without rerunning.
+// Figure is one drawn figure of a campaign.
+type Figure struct {
+	Kind    string
+	Title   string
+	Metrics []string // what a result figure shows (KindBars, KindLines)
+	XLabel  string
+	YLabel  string
+	Caption string // what the marks mean, in words
+	PNG     string // file names in the campaign directory
+	SVG     string
+	// Spots are the measured points in the image, each linked to a run directory
+	// (relative to the campaign directory).
+	Spots []figure.Placed
+	// Run is the run directory an evidence figure shows (relative to the campaign
+	// directory); "" for a result figure.
+	Run string
+}
+
+// figSpec is one result figure: its metrics and its style.
+type figSpec struct {
+	metrics []string
+	bars    bool
+}
+
+// figSpecs are the campaign's result figures: bars where x is a category (the oracle)
+// or the campaign asks for bars, with the latency metrics of one statistic in one
+// figure (a bar per DC, Fig. 6); lines over a numeric x, a figure per metric.
+func (c *Campaign) figSpecs() []figSpec {
+	metrics := c.Plot.Metrics
+	if len(metrics) == 0 {
+		metrics = DefaultMetrics
+	}
+	xField, _ := c.axes()
+	_, numeric := numericX(xField, c.values(xField))
+	bars := c.Plot.Style == StyleBars || (c.Plot.Style == "" && !numeric)
+	var out []figSpec
+	byStat := map[string]int{} // a latency statistic -> its figure
+	for _, m := range metrics {
+		if _, _, stat, ok := latencyKey(m); ok && bars {
+			if i, ok := byStat[stat]; ok {
+				out[i].metrics = append(out[i].metrics, m)
+				continue
+			}
+			byStat[stat] = len(out)
+		}
+		out = append(out, figSpec{metrics: []string{m}, bars: bars})
+	}
+	for _, f := range out { // the DCs in order, all of them last (Fig. 6)
+		slices.SortStableFunc(f.metrics, func(a, b string) int {
+			wa, da, _, _ := latencyKey(a)
+			wb, db, _, _ := latencyKey(b)
+			if wa != wb {
+				return 0
+			}
+			return cmp.Compare(dcOrder(da), dcOrder(db))
+		})
+	}
+	return out
+}
+
+func dcOrder(dc string) string {
+	if dc == "all" {
+		return "\uffff"
+	}
+	return dc
+}
+
+// Draw draws the campaign's figures in the paper's form from results.csv (so they can
+// be redrawn without rerunning) and, from one representative run's directory, the
+// evidence behind them: its latency over time with every fault shaded, and its
+// latency percentiles per DC before and after the crash.
+//
+// Bars (Fig. 6, 7c) or lines over a numeric x (Fig. 7a, 7b, 8a, 8b): the mean of a
+// point's runs with its 95 % Student-t interval as whiskers, the analytic model as
+// dashes, the paper's values as crosses. A point whose runs elected different leaders
+// is drawn once per leader, with its count: they are never averaged together.
 func Draw(dir string, c *Campaign) ([]Figure, error) {
 	rows, err := ReadResults(dir, c)
 	if err != nil {
 		return nil, err
 	}
-	metrics := c.Plot.Metrics
-	if len(metrics) == 0 {
-		metrics = DefaultMetrics
-	}
-	xField, sField := c.axes()
 	var figs []Figure
-	for _, m := range metrics {
-		p, err := c.plotMetric(rows, m, xField, sField)
+	for i, fs := range c.figSpecs() {
+		f, err := c.drawResult(dir, rows, fs, i)
 		if err != nil {
 			return figs, err
 		}
-		if p == nil {
-			continue // no run measured it (say, recovery without a crash)
+		if f != nil {
+			figs = append(figs, *f)
 		}
-		base := c.Name + "-" + strings.NewReplacer(".", "_", "/", "_").Replace(m)
-		f := Figure{Metric: m, PNG: base + ".png", SVG: base + ".svg"}
-		for _, name := range []string{f.PNG, f.SVG} {
-			if err := p.Save(8*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name)); err != nil {
-				return figs, fmt.Errorf("campaign: plot %s: %w", name, err)
-			}
-		}
-		figs = append(figs, f)
 	}
-	return figs, nil
+	ev, err := c.drawEvidence(dir, rows)
+	if err != nil {
+		return figs, &EvidenceError{Campaign: c.Name, Err: err}
+	}
+	return append(figs, ev...), nil
 }
 
-// xPos places the x values: numbers where they all are numbers, else 1, 2, 3...
-func (c *Campaign) xPos(xField string) (map[string]float64, []plot.Tick, bool) {
-	var values []string
-	for _, a := range c.Vary {
-		if a.Field == xField {
-			values = a.Values
-		}
-	}
-	pos := map[string]float64{}
-	numeric := len(values) > 0
-	for _, v := range values {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			numeric = false
-			break
-		}
-		pos[v] = f
-	}
-	var ticks []plot.Tick
-	if !numeric {
-		for i, v := range values {
-			pos[v] = float64(i + 1)
-			ticks = append(ticks, plot.Tick{Value: float64(i + 1), Label: v})
-		}
-	}
-	return pos, ticks, numeric
+// EvidenceError is Draw's error when the result figures were drawn but the evidence
+// could not be (the representative run's directory lacks a file): a report shows the
+// figures and says why the evidence is missing.
+type EvidenceError struct {
+	Campaign string
+	Err      error
 }
 
-func (c *Campaign) plotMetric(rows []Row, metric, xField, sField string) (*plot.Plot, error) {
-	pos, ticks, _ := c.xPos(xField)
-	var seriesValues []string
-	for _, a := range c.Vary {
-		if a.Field == sField {
-			seriesValues = a.Values
-		}
-	}
-	if sField == "" {
-		seriesValues = []string{""}
-	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: %s", c.Name, metric)
+func (e *EvidenceError) Error() string { return "no evidence figures: " + e.Err.Error() }
+
+func (e *EvidenceError) Unwrap() error { return e.Err }
+
+func (c *Campaign) title() string {
 	if c.Title != "" {
-		p.Title.Text = c.Title + ": " + metric
+		return c.Title
 	}
-	p.X.Label.Text = xField
-	p.Y.Label.Text = metric
-	if ticks != nil {
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		p.X.Min, p.X.Max = 0.5, float64(len(ticks))+0.5
-	}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
+	return c.Name
+}
+
+func (c *Campaign) drawResult(dir string, rows []Row, fs figSpec, i int) (*Figure, error) {
 	any := false
-	top := 0.0 // the highest point drawn, interval bars included
-	modelMetric := ""
-	if strings.HasSuffix(metric, ".mean") {
-		modelMetric = strings.TrimSuffix(metric, ".mean") + ".model_ms"
-	}
-	for si, sv := range seriesValues {
-		// Per x value, this series' samples (and model values).
-		samples := map[float64][]float64{}
-		models := map[float64][]float64{}
-		for _, r := range rows {
-			if sField != "" && r.Point.Value(sField) != sv {
-				continue
-			}
-			x, ok := pos[r.Point.Value(xField)]
-			if xField == "" {
-				x, ok = 1, true
-			}
-			if !ok {
-				continue
-			}
-			if v, ok := r.Metrics[metric]; ok {
-				samples[x] = append(samples[x], v)
-			}
-			if v, ok := r.Metrics[modelMetric]; ok && modelMetric != "" {
-				models[x] = append(models[x], v)
-			}
-		}
-		if len(samples) == 0 {
-			continue
-		}
-		any = true
-		xs := make([]float64, 0, len(samples))
-		for x := range samples {
-			xs = append(xs, x)
-		}
-		slices.Sort(xs)
-		pts := make(plotter.XYs, len(xs))
-		errs := make(plotter.YErrors, len(xs))
-		for i, x := range xs {
-			a, err := analysis.Aggregate(samples[x])
-			if err != nil {
-				return nil, err
-			}
-			// A little offset per series keeps overlapping interval bars apart.
-			pts[i] = plotter.XY{X: x + offset(si, len(seriesValues), xs), Y: a.Mean}
-			top = max(top, a.Max)
-			if a.CI95 != nil {
-				errs[i].Low, errs[i].High = a.CI95.HalfWidth, a.CI95.HalfWidth
-				top = max(top, a.CI95.High)
-			}
-		}
-		col := plotutil.Color(si)
-		label := sv
-		if label == "" {
-			label = "measured"
-		}
-		line, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		line.Color = col
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			return nil, err
-		}
-		sc.Color = col
-		sc.GlyphStyle.Shape = draw.CircleGlyph{}
-		bars, err := plotter.NewYErrorBars(struct {
-			plotter.XYer
-			plotter.YErrorer
-		}{pts, errs})
-		if err != nil {
-			return nil, err
-		}
-		bars.Color = col
-		p.Add(line, sc, bars)
-		p.Legend.Add(label+" (mean, 95 % CI)", line, sc)
-		if len(models) > 0 {
-			var mp plotter.XYs
-			for _, x := range xs {
-				if vs := models[x]; len(vs) > 0 {
-					a, _ := analysis.Aggregate(vs)
-					mp = append(mp, plotter.XY{X: x, Y: a.Mean})
-					top = max(top, a.Mean)
-				}
-			}
-			ml, err := plotter.NewLine(mp)
-			if err != nil {
-				return nil, err
-			}
-			ml.Color = col
-			ml.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-			p.Add(ml)
-			p.Legend.Add(label+" model", ml)
-		}
-		var paper plotter.XYs
-		for _, xv := range slices.Sorted(maps.Keys(pos)) { // in order: the SVG is the same every run
-			if v, _, ok := PaperValue(c.Name, metric, map[string]string{sField: sv, xField: xv}); ok {
-				paper = append(paper, plotter.XY{X: pos[xv], Y: v})
-				top = max(top, v)
-			}
-		}
-		if len(paper) > 0 {
-			ps, err := plotter.NewScatter(paper)
-			if err != nil {
-				return nil, err
-			}
-			ps.Color = col
-			ps.GlyphStyle.Shape = draw.CrossGlyph{}
-			ps.GlyphStyle.Radius = vg.Points(6)
-			p.Add(ps)
-			p.Legend.Add(label+" paper", ps)
+	for _, r := range rows {
+		for _, m := range fs.metrics {
+			_, ok := r.Metrics[m]
+			any = any || ok
 		}
 	}
 	if !any {
-		return nil, nil
+		return nil, nil // no run measured it (say, recovery without a crash)
 	}
-	p.Y.Min = 0
-	// Room above the data for the legend: up to three lines per series.
-	p.Legend.TextStyle.Font.Size = vg.Points(8)
-	p.Y.Max = top * (1 + 0.045*3*float64(len(seriesValues)))
-	return p, nil
+	title := c.title()
+	if i > 0 {
+		title += ": " + metricShort(fs.metrics[0])
+	}
+	base := c.Name + "-" + strings.NewReplacer(".", "_", "/", "_").Replace(strings.Join(fs.metrics, "+"))
+	if len(fs.metrics) > 1 {
+		_, _, stat, _ := latencyKey(fs.metrics[0])
+		base = c.Name + "-latency_" + stat + "_by_dc"
+	}
+	var f *Figure
+	var err error
+	if fs.bars {
+		f, err = c.drawBars(dir, rows, fs.metrics, title, base)
+	} else {
+		f, err = c.drawLines(dir, rows, fs.metrics[0], title, base)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("campaign %s: figure %s: %w", c.Name, strings.Join(fs.metrics, ", "), err)
+	}
+	return f, nil
 }
 
-// offset spreads the series of one x a little apart (1.5 % of the x range each).
-func offset(i, n int, xs []float64) float64 {
-	if n <= 1 || len(xs) < 2 {
-		return 0
+// at is the map PaperValue takes for a point.
+func at(p Point) map[string]string {
+	m := map[string]string{}
+	for _, s := range p.Settings {
+		m[s.Name] = s.Value
 	}
-	span := xs[len(xs)-1] - xs[0]
-	return (float64(i) - float64(n-1)/2) * 0.015 * span
+	return m
 }
+
+// pointsAt are the points with the given x and series values ("" fields match all).
+func (c *Campaign) pointsAt(xField, xv, sField, sv string) []Point {
+	var out []Point
+	for _, p := range c.Points() {
+		if (xField == "" || p.Value(xField) == xv) && (sField == "" || p.Value(sField) == sv) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func runLink(p Point, rep int) string {
+	return filepath.ToSlash(filepath.Join("runs", p.Dir(), fmt.Sprintf("rep%d", rep)))
+}
+
+// spotTitle says what a point shows, for the link's tooltip.
+func spotTitle(p Point, g Group, metric string, a *analysis.Agg, model *analysis.Agg) string {
+	s := settingsString(p.Settings)
+	if who := g.Who(); who != "" {
+		s += ", " + who + " elected"
+	}
+	s += fmt.Sprintf(": %s %s", metricShort(metric), fmtAgg(a))
+	if model != nil {
+		s += fmt.Sprintf(", model %.1f", model.Mean)
+	}
+	return s
+}
+
+var (
+	ink        = color.Gray{Y: 40}
+	modelStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(2)}
+)
+
+func whiskers(pts plotter.XYs, errs plotter.YErrors, c color.Color) (*plotter.YErrorBars, error) {
+	b, err := plotter.NewYErrorBars(struct {
+		plotter.XYer
+		plotter.YErrorer
+	}{pts, errs})
+	if err != nil {
+		return nil, err
+	}
+	b.Color = c
+	b.LineStyle.Width = vg.Points(1.2)
+	b.CapWidth = vg.Points(7)
+	return b, nil
+}
+
+// yLabel is the common label of a figure's metrics.
+func yLabel(metrics []string) string {
+	if len(metrics) == 1 {
+		return MetricLabel(metrics[0])
+	}
+	w0, dc0, stat, _ := latencyKey(metrics[0])
+	sameW, sameDC := true, true
+	for _, m := range metrics[1:] {
+		w, dc, _, _ := latencyKey(m)
+		sameW, sameDC = sameW && w == w0, sameDC && dc == dc0
+	}
+	switch {
+	case sameW:
+		return fmt.Sprintf("%s latency %s (ms)", statWord(stat), windowWord(w0))
+	case sameDC:
+		return fmt.Sprintf("%s latency, %s (ms)", statWord(stat), dcWords(dc0))
+	}
+	return statWord(stat) + " latency (ms)"
+}
+
+// barName names one of several metrics of a bar figure by what differs: the DC or
+// the window.
+func barName(metrics []string, m string) string {
+	w, dc, _, _ := latencyKey(m)
+	w0, _, _, _ := latencyKey(metrics[0])
+	for _, x := range metrics {
+		if xw, _, _, _ := latencyKey(x); xw != w0 {
+			if _, xdc, _, _ := latencyKey(x); xdc == dc {
+				return windowWord(w)
+			}
+			return windowWord(w) + ", " + dcWords(dc)
+		}
+	}
+	return dcWords(dc)
+}
+
+func (c *Campaign) drawBars(dir string, rows []Row, metrics []string, title, base string) (*Figure, error) {
+	xField, sField := c.axes()
+	xVals, sVals := c.values(xField), c.values(sField)
+	if xField == "" {
+		xVals = []string{""}
+	}
+	if sField == "" {
+		sVals = []string{""}
+	}
+	type cluster struct {
+		p      Point
+		g      Group
+		xv, sv string
+		si     int
+		at     float64
+	}
+	var clusters []cluster
+	pos := 0.0
+	for xi, xv := range xVals {
+		if xi > 0 && sField != "" {
+			pos += 0.5 // a wider gap between x values than between the series at one x
+		}
+		for si, sv := range sVals {
+			for _, p := range c.pointsAt(xField, xv, sField, sv) {
+				for _, g := range Groups(rows, p) {
+					pos++
+					clusters = append(clusters, cluster{p, g, xv, sv, si, pos})
+				}
+			}
+		}
+	}
+	if len(clusters) == 0 {
+		return nil, nil
+	}
+	nb := len(metrics)
+	bw := min(0.8/float64(nb), 0.5)
+	xl := FieldLabel(xField, xVals)
+	if sField != "" {
+		xl = FieldLabel(sField, sVals) + ", at each " + strings.SplitN(FieldLabel(xField, xVals), ":", 2)[0]
+	}
+	p := figure.New(title, xl, yLabel(metrics))
+	var bars figure.Bars
+	var errPts, modelPts, paperPts plotter.XYs
+	var errs plotter.YErrors
+	var texts []figure.Text
+	spots := &figure.Spots{}
+	var ticks []plot.Tick
+	top := 0.0
+	colors := map[string]color.Color{}
+	for _, cl := range clusters {
+		var lines []string
+		who := ""
+		if w := cl.g.Who(); w != "" {
+			who = "(" + w + ")"
+		}
+		if sField != "" {
+			lines = append(lines, strings.TrimSpace(cl.sv+" "+who))
+			if xField != "" {
+				lines = append(lines, valueLabel(xField, cl.xv))
+			}
+		} else {
+			lines = append(lines, valueLabel(xField, cl.xv))
+			if who != "" {
+				lines = append(lines, who)
+			}
+		}
+		ticks = append(ticks, plot.Tick{Value: cl.at, Label: strings.Join(lines, "\n")})
+		for mi, m := range metrics {
+			a := cl.g.Agg(m)
+			if a == nil {
+				continue
+			}
+			x := cl.at + (float64(mi)-float64(nb-1)/2)*bw
+			var col color.Color
+			switch {
+			case nb > 1:
+				_, dc, _, _ := latencyKey(m)
+				col = figure.DCColor(dc, mi)
+				if w, _, _, _ := latencyKey(m); w == "before" && !strings.HasPrefix(barName(metrics, m), "D") && dc == "all" {
+					col = figure.Lighter(color.Gray{Y: 90}, 0.45)
+				}
+				colors[barName(metrics, m)] = col
+			case sField != "":
+				col = figure.OracleColor(cl.sv, cl.si)
+			default:
+				col = figure.OracleColor(cl.xv, slices.Index(xVals, cl.xv))
+			}
+			bars = append(bars, figure.Bar{X: x, Width: bw * 0.92, Y: a.Mean, Color: figure.Lighter(col, 0.15)})
+			hi := a.Mean
+			if a.CI95 != nil {
+				errPts = append(errPts, plotter.XY{X: x, Y: a.Mean})
+				errs = append(errs, struct{ Low, High float64 }{a.CI95.HalfWidth, a.CI95.HalfWidth})
+				hi = a.CI95.High
+			}
+			model := cl.g.Agg(modelMetric(m))
+			if model != nil {
+				modelPts = append(modelPts, plotter.XY{X: x, Y: model.Mean})
+				hi = max(hi, model.Mean)
+			}
+			if v, _, ok := PaperValue(c.Name, m, at(cl.p)); ok {
+				paperPts = append(paperPts, plotter.XY{X: x, Y: v})
+				hi = max(hi, v)
+			}
+			top = max(top, hi)
+			texts = append(texts, figure.Text{X: x, Y: hi, DY: vg.Points(7), Text: strconv.FormatFloat(a.Mean, 'f', 1, 64)})
+			rep := cl.g.Representative(m)
+			spots.Add(x, a.Mean, runLink(cl.p, rep.Rep), spotTitle(cl.p, cl.g, m, a, model))
+		}
+	}
+	p.Add(bars)
+	leg := figure.NewLegend()
+	if nb > 1 {
+		for _, m := range metrics {
+			if col, ok := colors[barName(metrics, m)]; ok {
+				leg.Add(barName(metrics, m), figure.Swatch{Color: figure.Lighter(col, 0.15)})
+				delete(colors, barName(metrics, m))
+			}
+		}
+	} else {
+		leg.Add("mean of the runs", figure.Swatch{Color: color.Gray{Y: 200}})
+	}
+	if len(errPts) > 0 {
+		w, err := whiskers(errPts, errs, ink)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(w)
+		leg.Add("95 % interval", figure.Whisker{Color: ink})
+	}
+	if len(modelPts) > 0 {
+		d := figure.Dashes{XYs: modelPts, HalfX: bw * 0.5, Style: modelStyle}
+		p.Add(d)
+		leg.Add("model, for the leader elected", d)
+	}
+	if len(paperPts) > 0 {
+		s, err := plotter.NewScatter(paperPts)
+		if err != nil {
+			return nil, err
+		}
+		s.GlyphStyle = figure.Cross(color.NRGBA{R: 200, A: 255})
+		p.Add(s)
+		leg.Add("the paper's value", s)
+	}
+	p.Add(figure.Texts{Items: texts, Style: figure.TextStyle(8, ink)})
+	p.Add(spots)
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Min, p.X.Max = clusters[0].at-0.6, clusters[len(clusters)-1].at+0.6
+	p.Y.Min, p.Y.Max = 0, top*1.12
+	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
+	caption := "Bars: the mean of each point's runs"
+	if nb > 1 {
+		caption += ", one bar per " + map[bool]string{true: "data center", false: "window"}[strings.HasPrefix(barName(metrics, metrics[0]), "D") || barName(metrics, metrics[0]) == "all data centers"]
+	}
+	caption += "; whiskers: the 95 % Student-t interval (two runs or more); black dashes: the analytic model for the leader the runs elected; red crosses: the paper's values. Under each group, the leader its runs elected; runs that elected different leaders are separate groups, with their count. Each bar links to a run behind it."
+	return c.save(dir, p, leg, base, title, metrics, caption, spots, KindBars)
+}
+
+func (c *Campaign) save(dir string, p *plot.Plot, leg *plot.Legend, base, title string, metrics []string, caption string, spots *figure.Spots, kind string) (*Figure, error) {
+	saved, err := figure.Save(p, leg, figure.Width, figure.Height, filepath.Join(dir, base), spots)
+	if err != nil {
+		return nil, err
+	}
+	return &Figure{Kind: kind, Title: title, Metrics: metrics, XLabel: p.X.Label.Text, YLabel: p.Y.Label.Text, Caption: caption,
+		PNG: base + ".png", SVG: base + ".svg", Spots: saved.Spots}, nil
+}
+
+func (c *Campaign) drawLines(dir string, rows []Row, metric, title, base string) (*Figure, error) {
+	xField, sField := c.axes()
+	xVals, sVals := c.values(xField), c.values(sField)
+	pos, _ := numericX(xField, xVals)
+	if sField == "" {
+		sVals = []string{""}
+	}
+	xs := slices.Clone(xVals)
+	slices.SortStableFunc(xs, func(a, b string) int { return cmpFloat(pos[a], pos[b]) })
+	lo, hi := pos[xs[0]], pos[xs[len(xs)-1]]
+	span := hi - lo
+	if span == 0 {
+		span = math.Max(1, math.Abs(hi))
+	}
+	p := figure.New(title, FieldLabel(xField, xVals), MetricLabel(metric))
+	leg := figure.NewLegend()
+	spots := &figure.Spots{}
+	var texts []figure.Text
+	var others, othersModel plotter.XYs
+	var paperAll []struct {
+		xy plotter.XY
+		c  color.Color
+	}
+	top := 0.0
+	drawn := 0
+	modelled := false
+	mm := modelMetric(metric)
+	for si, sv := range sVals {
+		col := figure.OracleColor(sv, si)
+		off := 0.0
+		if len(sVals) > 1 {
+			off = (float64(si) - float64(len(sVals)-1)/2) * 0.012 * span
+		}
+		var main, model plotter.XYs
+		var errPts plotter.XYs
+		var errs plotter.YErrors
+		for _, xv := range xs {
+			for _, pt := range c.pointsAt(xField, xv, sField, sv) {
+				for gi, g := range Groups(rows, pt) {
+					a := g.Agg(metric)
+					if a == nil {
+						continue
+					}
+					x := pos[xv] + off
+					xy := plotter.XY{X: x, Y: a.Mean}
+					m := g.Agg(mm)
+					if gi == 0 {
+						main = append(main, xy)
+						if m != nil {
+							model = append(model, plotter.XY{X: x, Y: m.Mean})
+						}
+					} else {
+						others = append(others, xy)
+						if m != nil {
+							othersModel = append(othersModel, plotter.XY{X: x, Y: m.Mean})
+						}
+					}
+					top = max(top, a.Mean)
+					if m != nil {
+						top = max(top, m.Mean)
+					}
+					if a.CI95 != nil {
+						errPts = append(errPts, xy)
+						errs = append(errs, struct{ Low, High float64 }{a.CI95.HalfWidth, a.CI95.HalfWidth})
+						top = max(top, a.CI95.High)
+					}
+					if g.Split() {
+						texts = append(texts, figure.Text{X: x, Y: a.Mean, DY: vg.Points(6), Text: fmt.Sprintf("p%d: %d of %d", g.Leader, len(g.Rows), g.Of)})
+					}
+					rep := g.Representative(metric)
+					spots.Add(x, a.Mean, runLink(pt, rep.Rep), spotTitle(pt, g, metric, a, m))
+				}
+				if v, _, ok := PaperValue(c.Name, metric, at(pt)); ok {
+					paperAll = append(paperAll, struct {
+						xy plotter.XY
+						c  color.Color
+					}{plotter.XY{X: pos[xv], Y: v}, col})
+					top = max(top, v)
+				}
+			}
+		}
+		if len(main) == 0 {
+			continue
+		}
+		drawn++
+		l, err := plotter.NewLine(main)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, l.Width = col, vg.Points(1.8)
+		sc, err := plotter.NewScatter(main)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
+		p.Add(l, sc)
+		name := sv
+		if name == "" {
+			name = "mean of the runs"
+		}
+		leg.Add(name, l, sc)
+		if len(errPts) > 0 {
+			w, err := whiskers(errPts, errs, col)
+			if err != nil {
+				return nil, err
+			}
+			p.Add(w)
+		}
+		if len(model) > 0 {
+			modelled = true
+			ml, err := plotter.NewLine(model)
+			if err != nil {
+				return nil, err
+			}
+			ml.Color, ml.Width = col, vg.Points(1.2)
+			ml.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			p.Add(ml)
+			p.Add(figure.Dashes{XYs: model, HalfLen: vg.Points(6), Style: draw.LineStyle{Color: col, Width: vg.Points(1.6)}})
+		}
+	}
+	if drawn == 0 {
+		return nil, nil
+	}
+	grey := color.Gray{Y: 70}
+	if len(others) > 0 {
+		sc, err := plotter.NewScatter(others)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: grey, Radius: vg.Points(4.5), Shape: draw.TriangleGlyph{}}
+		p.Add(sc)
+		leg.Add("runs that elected another leader", sc)
+		if len(othersModel) > 0 {
+			modelled = true
+			p.Add(figure.Dashes{XYs: othersModel, HalfLen: vg.Points(6), Style: draw.LineStyle{Color: grey, Width: vg.Points(1.6)}})
+		}
+	}
+	if modelled {
+		dl, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
+		dl.Color, dl.Width, dl.Dashes = grey, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}
+		leg.Add("model, for the leader elected", dl)
+	}
+	if len(paperAll) > 0 {
+		for _, pa := range paperAll {
+			s, err := plotter.NewScatter(plotter.XYs{pa.xy})
+			if err != nil {
+				return nil, err
+			}
+			s.GlyphStyle = figure.Cross(pa.c)
+			p.Add(s)
+		}
+		s, _ := plotter.NewScatter(plotter.XYs{{}})
+		s.GlyphStyle = figure.Cross(grey)
+		leg.Add("the paper's value", s)
+	}
+	p.Add(figure.Texts{Items: texts, Style: figure.TextStyle(8, ink)})
+	p.Add(spots)
+	var ticks []plot.Tick
+	for _, xv := range xs {
+		ticks = append(ticks, plot.Tick{Value: pos[xv], Label: strconv.FormatFloat(pos[xv], 'f', -1, 64)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Min, p.X.Max = lo-0.06*span, hi+0.06*span
+	p.Y.Min, p.Y.Max = 0, top*1.1
+	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
+	caption := "Each line: one oracle's mean over its runs at each " + strings.SplitN(FieldLabel(xField, xVals), ":", 2)[0] +
+		"; whiskers: the 95 % Student-t interval (two runs or more); dashed: the analytic model for the leader the runs elected; crosses: the paper's values. " +
+		"Runs that elected another leader than most of their point's are a grey triangle of their own, labelled with the leader and the count; the line goes through the most common leader's. Each point links to a run behind it."
+	return c.save(dir, p, leg, base, title, []string{metric}, caption, spots, KindLines)
+}
+
+func cmpFloat(a, b float64) int { return cmp.Compare(a, b) }

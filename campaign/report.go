@@ -1,10 +1,9 @@
 package campaign
 
 import (
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"html/template"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,17 +25,25 @@ type Expect struct {
 	At     []string `yaml:"at,omitempty" json:"at,omitempty"` // only these x values
 }
 
-// PaperRow is one number of the paper beside the model and the measurement.
+// PaperRow is one number of the paper beside the model and the measurement: one row
+// per leader the point's runs elected, never a mean across leaders.
 type PaperRow struct {
 	Campaign, What, Metric string
 	Paper                  float64
+	PaperLeader            string // whom the paper had leading ("" where it does not say)
 	Model                  *float64
 	Measured               *analysis.Agg
-	SameWinner             *bool
-	Winner, ModelWinner    int
-	Tied                   []int // servers the model scores equal with its winner
+	// Group is the runs behind the row: the point's runs that elected one leader
+	// (nil: the point was not measured).
+	Group *Group
+	// Winner is the tie-aware comparison with the model's winner (Campaign.Winner);
+	// SameWinner is nil where no leader is compared (before the crash).
+	Winner     string
+	SameWinner *bool
 	// Host counts the point's runs by the host's verdict (nil: no point measured it).
 	Host *analysis.HostRuns
+	// Runs are the group's run directories, relative to the campaign directory.
+	Runs []string
 }
 
 // Diff is measured minus model.
@@ -48,16 +55,69 @@ func (r PaperRow) Diff() *float64 {
 	return &d
 }
 
+// Setting is the row's setting with the leader when the point's runs split.
+func (r PaperRow) Setting() string {
+	if r.Group != nil && r.Group.Split() {
+		return r.What + ": " + r.Group.Who()
+	}
+	return r.What
+}
+
 // Section is one campaign in a report: its figures and whether they show the claim.
 type Section struct {
 	Campaign *Campaign
 	Dir      string
 	Figures  []Figure
+	// Points are the figures' data: a row per point and leader elected.
+	Points   []PointRow
 	Verdict  string // what the measurement says about the claim
+	Shown    *bool  // whether it shows the claim (nil: the campaign states no check)
 	Runs     int
 	Links    string
 	Backend  string
 	Host     string // HostLine: how many runs the host's verdict trusted
+	HostRuns analysis.HostRuns
+	Split    int // points whose runs elected more than one leader
+	// Evidence says why the section has no evidence figures ("" when it has them).
+	Evidence string
+}
+
+// PointRow is one point's runs that elected one leader, as the figures draw it.
+type PointRow struct {
+	Point  Point
+	Group  Group
+	Values []string // per metric of the section's figures: mean [95 % CI] (n)
+	Model  []string // per metric: the model's mean for the leader elected ("" without)
+	Runs   []string // the run directories, relative to the campaign directory
+}
+
+// Metrics are the metrics of a section's result figures, in order.
+func (s Section) Metrics() []string {
+	var out []string
+	for _, f := range s.Figures {
+		for _, m := range f.Metrics {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// Overview is the report's first paragraph: what ran, where, when, and how far the
+// host let the numbers be trusted.
+type Overview struct {
+	Figures, Runs int
+	Backends      []string
+	Links         []string
+	// First and Last bound the runs' files in time (the first run's start, the last
+	// run's end); RunTime sums the runs' own durations (simulated time on sim).
+	First, Last time.Time
+	RunTime     time.Duration
+	Host        analysis.HostRuns
+	Shown       int // sections whose claim the runs show
+	Checked     int // sections that state a claim to check
+	Split       int // points whose runs elected more than one leader
 }
 
 // Report is what report.md and report.html show.
@@ -66,6 +126,7 @@ type Report struct {
 	Version  string
 	Machine  string
 	When     string
+	Overview Overview
 	Rows     []PaperRow
 	Sections []Section
 }
@@ -76,6 +137,7 @@ type Report struct {
 func BuildReport(dirs []string, version string) (*Report, error) {
 	r := &Report{Title: "polebench: the POLE paper's evaluation, reproduced", Version: version,
 		Machine: machine(), When: time.Now().Format("2006-01-02 15:04 MST")}
+	ov := &r.Overview
 	for _, dir := range dirs {
 		c, err := LoadDir(dir)
 		if err != nil {
@@ -86,30 +148,99 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 			return nil, err
 		}
 		figs, err := Draw(dir, c)
-		if err != nil {
+		var missing *EvidenceError
+		if err != nil && !errors.As(err, &missing) {
 			return nil, err
 		}
-		sec := Section{Campaign: c, Dir: dir, Figures: figs, Runs: len(rows), Verdict: c.verdict(rows), Host: HostLine(c, rows)}
+		sec := Section{Campaign: c, Dir: dir, Figures: figs, Runs: len(rows), Host: HostLine(c, rows)}
+		if missing != nil {
+			sec.Evidence = missing.Error()
+		}
+		sec.Verdict, sec.Shown = c.verdict(rows)
 		sec.Backend, sec.Links = runEnvironment(dir, c)
+		sec.Points, sec.Split = c.pointRows(rows, sec.Metrics())
+		for _, p := range c.Points() {
+			h := PointHost(rows, p)
+			sec.HostRuns.Runs, sec.HostRuns.Measured, sec.HostRuns.Trusted = sec.HostRuns.Runs+h.Runs, sec.HostRuns.Measured+h.Measured, sec.HostRuns.Trusted+h.Trusted
+		}
 		r.Sections = append(r.Sections, sec)
-		pr, err := c.paperRows(rows)
+		pr, err := c.paperRows(dir, rows)
 		if err != nil {
 			return nil, err
 		}
 		r.Rows = append(r.Rows, pr...)
+
+		ov.Figures++
+		ov.Runs += len(rows)
+		ov.Split += sec.Split
+		ov.Host.Runs, ov.Host.Measured, ov.Host.Trusted = ov.Host.Runs+sec.HostRuns.Runs, ov.Host.Measured+sec.HostRuns.Measured, ov.Host.Trusted+sec.HostRuns.Trusted
+		if sec.Backend != "" && !slices.Contains(ov.Backends, sec.Backend) {
+			ov.Backends = append(ov.Backends, sec.Backend)
+		}
+		if sec.Links != "" && !slices.Contains(ov.Links, sec.Links) {
+			ov.Links = append(ov.Links, sec.Links)
+		}
+		if sec.Shown != nil {
+			ov.Checked++
+			if *sec.Shown {
+				ov.Shown++
+			}
+		}
+		for _, row := range rows {
+			rd := RunDir(dir, row.Point, row.Rep)
+			if st, err := os.Stat(filepath.Join(rd, "spec.yaml")); err == nil && (ov.First.IsZero() || st.ModTime().Before(ov.First)) {
+				ov.First = st.ModTime()
+			}
+			if st, err := os.Stat(filepath.Join(rd, "summary.json")); err == nil && st.ModTime().After(ov.Last) {
+				ov.Last = st.ModTime()
+			}
+			if sp, err := c.SpecFor(row.Point, row.Rep); err == nil {
+				ov.RunTime += sp.Duration
+			}
+		}
 	}
 	return r, nil
 }
 
+// pointRows are the figures' data, a row per point and leader elected, and how many
+// points' runs elected more than one leader.
+func (c *Campaign) pointRows(rows []Row, metrics []string) ([]PointRow, int) {
+	var out []PointRow
+	split := 0
+	for _, p := range c.Points() {
+		gs := Groups(rows, p)
+		if len(gs) > 1 {
+			split++
+		}
+		for _, g := range gs {
+			pr := PointRow{Point: p, Group: g}
+			for _, m := range metrics {
+				pr.Values = append(pr.Values, fmtAgg(g.Agg(m)))
+				model := ""
+				if a := g.Agg(modelMetric(m)); a != nil {
+					model = fmt.Sprintf("%.1f", a.Mean)
+				}
+				pr.Model = append(pr.Model, model)
+			}
+			for _, rep := range g.Reps() {
+				pr.Runs = append(pr.Runs, runLink(p, rep))
+			}
+			out = append(out, pr)
+		}
+	}
+	return out, split
+}
+
 // paperRows finds, for each of the paper's numbers this campaign measures, the point
-// it belongs to.
-func (c *Campaign) paperRows(rows []Row) ([]PaperRow, error) {
+// it belongs to, and gives a row per leader its runs elected.
+func (c *Campaign) paperRows(dir string, rows []Row) ([]PaperRow, error) {
 	var out []PaperRow
 	for _, n := range paperNumbers {
 		if n.Campaign != c.Name {
 			continue
 		}
-		row := PaperRow{Campaign: c.Name, What: n.What, Metric: n.Metric, Paper: n.Value}
+		base := PaperRow{Campaign: c.Name, What: n.What, Metric: n.Metric, Paper: n.Value, PaperLeader: n.Leader}
+		var found []PaperRow
 		for _, p := range c.Points() {
 			ok := true
 			for f, v := range n.At {
@@ -118,128 +249,113 @@ func (c *Campaign) paperRows(rows []Row) ([]PaperRow, error) {
 			if !ok {
 				continue
 			}
-			var vals, models, leaders []float64
-			for _, r := range rows {
-				if r.Point.Index != p.Index {
-					continue
-				}
-				if v, ok := r.Metrics[n.Metric]; ok {
-					vals = append(vals, v)
-				}
-				if v, ok := r.Metrics[strings.TrimSuffix(n.Metric, ".mean")+".model_ms"]; ok {
-					models = append(models, v)
-				}
-				leaders = append(leaders, r.Metrics["new_leader"])
-			}
+			var host *analysis.HostRuns
 			if h := PointHost(rows, p); h.Runs > 0 {
-				row.Host = &h
+				host = &h
 			}
-			if len(vals) > 0 {
-				a, err := analysis.Aggregate(vals)
-				if err != nil {
-					return nil, err
+			for _, g := range Groups(rows, p) {
+				row := base
+				row.Host = host
+				row.Group = &g
+				row.Measured = g.Agg(n.Metric)
+				if m := g.Agg(modelMetric(n.Metric)); m != nil {
+					row.Model = &m.Mean
 				}
-				row.Measured = &a
-			}
-			if len(models) > 0 {
-				m := models[0]
-				row.Model = &m
-			}
-			if sp, err := c.SpecFor(p, 1); err == nil && len(leaders) > 0 && strings.Contains(n.Metric, ".after.") {
-				if pred, err := sp.Model(); err == nil {
-					var tied []int // the model's winner and any server it ties with
-					for _, e := range pred.Elections {
-						if e.Oracle == sp.Oracle.Name {
-							row.ModelWinner, tied = e.Leader, append([]int{e.Leader}, e.Tied...)
-						}
+				for _, rep := range g.Reps() {
+					row.Runs = append(row.Runs, filepath.ToSlash(filepath.Join("runs", p.Dir(), fmt.Sprintf("rep%d", rep))))
+				}
+				if strings.Contains(n.Metric, ".after.") || !strings.HasPrefix(n.Metric, "latency_ms.") {
+					v, same, err := c.Winner(dir, g)
+					if err != nil {
+						return nil, err
 					}
-					row.Winner = int(leaders[0])
-					same := row.ModelWinner != 0
-					for _, l := range leaders {
-						same = same && slices.Contains(tied, int(l))
-					}
-					row.SameWinner = &same
-					if len(tied) > 1 {
-						row.Tied = tied
+					row.Winner = v
+					if g.Leader != 0 {
+						row.SameWinner = &same
 					}
 				}
+				found = append(found, row)
 			}
 			break
 		}
-		out = append(out, row)
+		if len(found) == 0 {
+			found = []PaperRow{base}
+		}
+		out = append(out, found...)
 	}
 	return out, nil
 }
 
-// verdict says whether the runs show what the campaign expects.
-func (c *Campaign) verdict(rows []Row) string {
+// modelMetric is the model's column beside a latency mean ("" for other metrics).
+func modelMetric(metric string) string {
+	if strings.HasPrefix(metric, "latency_ms.") && strings.HasSuffix(metric, ".mean") {
+		return strings.TrimSuffix(metric, ".mean") + ".model_ms"
+	}
+	return ""
+}
+
+// verdict says whether the runs show what the campaign expects. Runs that elected
+// different leaders are compared group by group, never averaged together.
+func (c *Campaign) verdict(rows []Row) (string, *bool) {
 	e := c.Expect
 	if e == nil {
-		return ""
+		return "", nil
 	}
 	xField, sField := c.axes()
 	if sField == "" { // one varied field: Higher and Lower are two of its values
 		xField, sField = "", xField
 	}
-	means := map[string]map[string][]float64{} // x value -> series -> samples
-	for _, r := range rows {
-		v, ok := r.Metrics[e.Metric]
-		if !ok {
-			continue
-		}
-		x := r.Point.Value(xField)
-		if means[x] == nil {
-			means[x] = map[string][]float64{}
-		}
-		s := r.Point.Value(sField)
-		means[x][s] = append(means[x][s], v)
+	xs := c.values(xField)
+	if xField == "" {
+		xs = []string{""}
 	}
 	shown, compared := 0, 0
 	var notes []string
-	for _, x := range slices.Sorted(mapsKeys(means)) {
+	name := func(series string, g Group) string {
+		if g.Split() {
+			return fmt.Sprintf("%s (%s)", series, g.Who())
+		}
+		return series
+	}
+	for _, x := range xs {
 		if len(e.At) > 0 && !slices.Contains(e.At, x) {
 			continue
 		}
-		hi, lo := means[x][e.Higher], means[x][e.Lower]
-		if len(hi) == 0 || len(lo) == 0 {
-			continue
+		groups := func(series string) []Group {
+			var out []Group
+			for _, p := range c.pointsAt(xField, x, sField, series) {
+				for _, g := range Groups(rows, p) {
+					if g.Agg(e.Metric) != nil {
+						out = append(out, g)
+					}
+				}
+			}
+			return out
 		}
-		compared++
-		h, l := mean(hi), mean(lo)
-		if h > l {
-			shown++
-		}
-		at := ""
-		if xField != "" {
-			at = xField + "=" + x + ": "
-		}
-		notes = append(notes, fmt.Sprintf("%s%s %.1f vs %s %.1f", at, e.Higher, h, e.Lower, l))
-	}
-	switch {
-	case compared == 0:
-		return "not measured"
-	case shown == compared:
-		return fmt.Sprintf("shown: %s is above %s at every point (%s)", e.Higher, e.Lower, strings.Join(notes, "; "))
-	}
-	return fmt.Sprintf("NOT shown at %d of %d points (%s)", compared-shown, compared, strings.Join(notes, "; "))
-}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
+		his, los := groups(e.Higher), groups(e.Lower)
+		for _, hg := range his {
+			for _, lg := range los {
+				compared++
+				h, l := hg.Agg(e.Metric).Mean, lg.Agg(e.Metric).Mean
+				if h > l {
+					shown++
+				}
+				at := ""
+				if xField != "" {
+					at = valueLabel(xField, x) + ": "
+				}
+				notes = append(notes, fmt.Sprintf("%s%s %.1f vs %s %.1f", at, name(e.Higher, hg), h, name(e.Lower, lg), l))
 			}
 		}
 	}
+	ok := compared > 0 && shown == compared
+	switch {
+	case compared == 0:
+		return "not measured", nil
+	case ok:
+		return fmt.Sprintf("shown: %s is above %s at every point (%s)", e.Higher, e.Lower, strings.Join(notes, "; ")), &ok
+	}
+	return fmt.Sprintf("NOT shown at %d of %d comparisons (%s)", compared-shown, compared, strings.Join(notes, "; ")), &ok
 }
 
 // runEnvironment reads the backend and the link emulation from a finished run.
@@ -290,30 +406,60 @@ func fmtHost(h *analysis.HostRuns) string {
 	return h.String()
 }
 
-func fmtWinner(r PaperRow) string {
-	if r.SameWinner == nil {
-		return "-"
+func fmtPaper(r PaperRow) string {
+	s := fmt.Sprintf("%.1f", r.Paper)
+	if r.PaperLeader != "" {
+		s += " (" + r.PaperLeader + ")"
 	}
-	if *r.SameWinner {
-		if r.Winner != r.ModelWinner {
-			return fmt.Sprintf("yes (p%d, which the model ties with p%d)", r.Winner, r.ModelWinner)
-		}
-		return fmt.Sprintf("yes (p%d)", r.Winner)
-	}
-	return fmt.Sprintf("no: p%d, model p%d", r.Winner, r.ModelWinner)
+	return s
 }
 
-// WriteMarkdown writes report.md into dir (figures are referenced beside it).
+func fmtWinner(r PaperRow) string {
+	if r.Winner == "" {
+		return "-"
+	}
+	return r.Winner
+}
+
+func (s Section) title() string {
+	if s.Campaign.Title != "" {
+		return s.Campaign.Title
+	}
+	return s.Campaign.Name
+}
+
+// anchor is the section's id in report.html.
+func (s Section) anchor() string { return "fig-" + s.Campaign.Name }
+
+// WriteMarkdown writes report.md into dir (figures are referenced beside it, each
+// point's runs linked).
 func (r *Report) WriteMarkdown(dir string) error {
 	var b strings.Builder
+	rel := func(p string) string {
+		x, err := filepath.Rel(dir, p)
+		if err != nil {
+			return filepath.ToSlash(p)
+		}
+		return filepath.ToSlash(x)
+	}
 	fmt.Fprintf(&b, "# %s\n\npolebench %s, %s, %s.\n\n", r.Title, r.Version, r.Machine, r.When)
-	b.WriteString("| setting | paper | model | measured (mean, 95 % CI) | measured - model | same winner | host |\n|---|---|---|---|---|---|---|\n")
+	for _, l := range r.overviewLines() {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	b.WriteString("\n## The paper's numbers\n\n")
+	b.WriteString("| setting | paper | model | measured (mean, 95 % CI) | measured - model | winner | host | runs |\n|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "| %s | %.1f | %s | %s | %s | %s | %s |\n", row.What, row.Paper, fmtPtr(row.Model), fmtAgg(row.Measured), fmtPtr(row.Diff()), fmtWinner(row), fmtHost(row.Host))
+		var runs []string
+		for i, l := range row.Runs {
+			runs = append(runs, fmt.Sprintf("[%d](%s)", i+1, rel(filepath.Join(r.sectionDir(row.Campaign), l))))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Setting(), fmtPaper(row), fmtPtr(row.Model), fmtAgg(row.Measured),
+			fmtPtr(row.Diff()), fmtWinner(row), fmtHost(row.Host), strings.Join(runs, " "))
 	}
 	for _, s := range r.Sections {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.title())
-		fmt.Fprintf(&b, "%d runs on the %s backend, links: %s.\n\n", s.Runs, s.Backend, s.Links)
+		fmt.Fprintf(&b, "%d runs on the %s backend, links: %s; spec %s with %s; %s per point.\n\n", s.Runs, s.Backend, s.Links,
+			s.Campaign.Spec, orDash(strings.Join(s.Campaign.Settings, " ")), plural(s.Campaign.Repetitions, "repetition"))
 		if s.Host != "" {
 			fmt.Fprintf(&b, "%s.\n\n", s.Host)
 		}
@@ -324,86 +470,87 @@ func (r *Report) WriteMarkdown(dir string) error {
 			fmt.Fprintf(&b, "This run: %s\n\n", s.Verdict)
 		}
 		for _, f := range s.Figures {
-			rel, _ := filepath.Rel(dir, filepath.Join(s.Dir, f.PNG))
-			fmt.Fprintf(&b, "![%s](%s)\n\n", f.Metric, filepath.ToSlash(rel))
+			fmt.Fprintf(&b, "![%s](%s)\n\n*%s*\n\n", f.Title, rel(filepath.Join(s.Dir, f.PNG)), f.Caption)
+		}
+		if s.Evidence != "" {
+			fmt.Fprintf(&b, "%s\n\n", s.Evidence)
+		}
+		metrics := s.Metrics()
+		fmt.Fprintf(&b, "| point | elected | runs |")
+		for _, m := range metrics {
+			fmt.Fprintf(&b, " %s | model |", MetricLabel(m))
+		}
+		b.WriteString("\n|---|---|---|" + strings.Repeat("---|---|", len(metrics)) + "\n")
+		for _, pr := range s.Points {
+			var runs []string
+			for i, l := range pr.Runs {
+				runs = append(runs, fmt.Sprintf("[%d](%s)", pr.Group.Rows[i].Rep, rel(filepath.Join(s.Dir, l))))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |", pointWords(pr.Point), whoOrDash(pr.Group), strings.Join(runs, " "))
+			for i := range metrics {
+				fmt.Fprintf(&b, " %s | %s |", pr.Values[i], orDash(pr.Model[i]))
+			}
+			b.WriteString("\n")
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
 }
 
-func (s Section) title() string {
-	if s.Campaign.Title != "" {
-		return s.Campaign.Title
+func whoOrDash(g Group) string {
+	if w := g.Who(); w != "" {
+		return w
 	}
-	return s.Campaign.Name
+	return "-"
 }
 
-var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ptr": fmtPtr, "agg": fmtAgg, "winner": fmtWinner, "host": fmtHost,
-}).Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.R.Title}}</title>
-<style>
-body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
-table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}
-th{background:#eee}.bad{color:#b00}.good{color:#070}figure{margin:1em 0}img{max-width:100%}
-.caption{font-size:.95em;color:#333}
-</style></head><body>
-<h1>{{.R.Title}}</h1>
-<p>polebench {{.R.Version}}, {{.R.Machine}}, {{.R.When}}.</p>
-<h2>The paper's numbers</h2>
-<table id="numbers"><tr><th>setting</th><th>paper</th><th>model</th><th>measured (mean, 95 % CI)</th><th>measured − model</th><th>same winner</th><th>host</th></tr>
-{{if not .R.Rows}}<tr><td colspan="7">none of the paper's numbers is measured by these campaigns</td></tr>{{end}}
-{{range .R.Rows}}<tr class="number"><td>{{.What}}</td><td>{{printf "%.1f" .Paper}}</td><td>{{ptr .Model}}</td><td>{{agg .Measured}}</td><td>{{ptr .Diff}}</td><td>{{winner .}}</td><td>{{host .Host}}</td></tr>
-{{end}}</table>
-{{range .Sections}}<h2>{{.Title}}</h2>
-<p>{{.Runs}} runs on the {{.Backend}} backend; links: {{.Links}}.</p>
-{{if .Host}}<p class="caption">{{.Host}}.</p>{{end}}
-{{if .Claim}}<p class="caption">The paper: {{.Claim}}</p>{{end}}
-{{if .Verdict}}<p class="caption">This run: {{.Verdict}}</p>{{end}}
-{{range .Figures}}<figure><img alt="{{.Metric}}" src="{{.Src}}"><figcaption>{{.Metric}}</figcaption></figure>
-{{end}}{{end}}
-<script>
-// Marks what a reader would see: how many figures loaded.
-window.addEventListener("load", function () {
-  var ok = 0, broken = 0;
-  document.querySelectorAll("img").forEach(function (i) { if (i.complete && i.naturalWidth > 0) ok++; else broken++; });
-  document.body.setAttribute("data-images-ok", ok);
-  document.body.setAttribute("data-images-broken", broken);
-});
-</script>
-</body></html>
-`))
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
 
-// WriteHTML writes report.html into dir, self-contained: the figures are inlined.
-func (r *Report) WriteHTML(dir string) error {
-	type fig struct {
-		Metric string
-		Src    template.URL
-	}
-	type sec struct {
-		Title, Claim, Verdict, Backend, Links, Host string
-		Runs                                        int
-		Figures                                     []fig
-	}
-	var secs []sec
+// sectionDir is the directory of the campaign of that name.
+func (r *Report) sectionDir(name string) string {
 	for _, s := range r.Sections {
-		x := sec{Title: s.title(), Claim: s.Campaign.Claim, Verdict: s.Verdict, Backend: s.Backend, Links: s.Links, Host: s.Host, Runs: s.Runs}
-		for _, f := range s.Figures {
-			b, err := os.ReadFile(filepath.Join(s.Dir, f.PNG))
-			if err != nil {
-				return err
-			}
-			x.Figures = append(x.Figures, fig{Metric: f.Metric, Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))})
+		if s.Campaign.Name == name {
+			return s.Dir
 		}
-		secs = append(secs, x)
 	}
-	f, err := os.Create(filepath.Join(dir, "report.html"))
-	if err != nil {
-		return err
+	return ""
+}
+
+// overviewLines are the overview in sentences.
+func (r *Report) overviewLines() []string {
+	ov := r.Overview
+	var out []string
+	out = append(out, fmt.Sprintf("%d runs in %d figures, on the %s backend; links: %s.", ov.Runs, ov.Figures,
+		orDash(strings.Join(ov.Backends, ", ")), orDash(strings.Join(ov.Links, ", "))))
+	if !ov.First.IsZero() {
+		out = append(out, fmt.Sprintf("Ran from %s to %s (%s on the clock, %s of runs%s).", ov.First.Format("2006-01-02 15:04:05"), ov.Last.Format("15:04:05"),
+			ov.Last.Sub(ov.First).Round(time.Second), ov.RunTime.Round(time.Second), map[bool]string{true: ", simulated", false: ""}[slices.Contains(ov.Backends, "sim") && len(ov.Backends) == 1]))
 	}
-	if err := htmlTmpl.Execute(f, map[string]any{"R": r, "Sections": secs}); err != nil {
-		f.Close()
-		return err
+	out = append(out, r.trustLine())
+	if ov.Checked > 0 {
+		out = append(out, fmt.Sprintf("%d of %d figures show the paper's claim.", ov.Shown, ov.Checked))
 	}
-	return f.Close()
+	if ov.Split > 0 {
+		out = append(out, fmt.Sprintf("%d points' repetitions elected different leaders: each leader's runs are a row and a point of their own.", ov.Split))
+	} else {
+		out = append(out, "Every point's repetitions elected the same leader.")
+	}
+	return out
+}
+
+// trustLine says how many runs the host's verdict trusted.
+func (r *Report) trustLine() string {
+	h := r.Overview.Host
+	if h.Measured == 0 {
+		return "Host: not measured (the simulator has no host; runs from before the meter neither): every number is the system's or the model's."
+	}
+	s := fmt.Sprintf("Host: %d of %d measured runs trusted (every window quiet)", h.Trusted, h.Measured)
+	if n := h.Runs - h.Measured; n > 0 {
+		s += fmt.Sprintf(", %d runs not measured", n)
+	}
+	return s + "."
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/polebench/polebench/progress"
 )
 
 //go:embed shipped/*.yaml
@@ -89,6 +91,8 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*Report, error) {
 	}
 	var dirs []string
 	var errs []error
+	var cs []*Campaign
+	todo := 0 // runs not done yet, over every figure: the whole evaluation's ETA
 	for _, n := range names {
 		c, err := Shipped(n)
 		if err != nil {
@@ -97,8 +101,14 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*Report, error) {
 		if c, err = o.Prepare(c); err != nil {
 			return nil, err
 		}
+		cs = append(cs, c)
+		todo += c.Undone(filepath.Join(o.Out, n))
+	}
+	tally := progress.NewTally(todo)
+	for i, n := range names {
+		c := cs[i]
 		dir := filepath.Join(o.Out, n)
-		if err := Run(ctx, c, Options{Dir: dir, Progress: o.Progress, Log: o.Log, Jobs: o.Jobs}); err != nil {
+		if err := Run(ctx, c, Options{Dir: dir, Progress: o.Progress, Log: o.Log, Jobs: o.Jobs, Tally: tally}); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", n, err))
 		}
 		dirs = append(dirs, dir)

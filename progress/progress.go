@@ -102,3 +102,64 @@ func ETA(done, total float64, elapsed time.Duration) time.Duration {
 	}
 	return time.Duration(float64(elapsed) * (total - done) / done).Round(time.Second)
 }
+
+// Tally counts finished items out of a known total and estimates the time left from
+// the pace of the items finished so far (wall-clock time since the tally started over
+// the items done, so work done in parallel counts as it goes). Safe for concurrent use.
+type Tally struct {
+	mu          sync.Mutex
+	total, done int
+	start       time.Time
+	now         func() time.Time
+}
+
+// NewTally starts a tally of total items now.
+func NewTally(total int) *Tally { return newTally(total, time.Now) }
+
+func newTally(total int, now func() time.Time) *Tally {
+	return &Tally{total: total, start: now(), now: now}
+}
+
+// Finish counts one item done.
+func (t *Tally) Finish() {
+	t.mu.Lock()
+	t.done++
+	t.mu.Unlock()
+}
+
+// Counts returns the items done and the total.
+func (t *Tally) Counts() (done, total int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done, t.total
+}
+
+// Pace is the wall-clock time per finished item so far; false before the first.
+func (t *Tally) Pace() (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done == 0 {
+		return 0, false
+	}
+	return t.now().Sub(t.start) / time.Duration(t.done), true
+}
+
+// ETA is the time left for the items not done at the pace so far; false before the
+// first item finished.
+func (t *Tally) ETA() (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done == 0 {
+		return 0, false
+	}
+	return ETA(float64(t.done), float64(t.total), t.now().Sub(t.start)), true
+}
+
+// ETAString is ETA as a line shows it: "ETA 1m30s", or "ETA after the first run"
+// (named by what) before anything finished.
+func ETAString(d time.Duration, known bool, what string) string {
+	if !known {
+		return "ETA after the first " + what
+	}
+	return "ETA " + d.Round(time.Second).String()
+}

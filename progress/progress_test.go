@@ -58,3 +58,30 @@ func TestETA(t *testing.T) {
 		}
 	}
 }
+
+func TestTally(t *testing.T) {
+	now := time.Unix(0, 0)
+	tl := newTally(4, func() time.Time { return now })
+	if _, ok := tl.ETA(); ok {
+		t.Fatal("an ETA before anything finished")
+	}
+	if got := ETAString(0, false, "run"); got != "ETA after the first run" {
+		t.Errorf("unknown ETA reads %q", got)
+	}
+	now = now.Add(10 * time.Second)
+	tl.Finish()
+	if eta, ok := tl.ETA(); !ok || eta != 30*time.Second {
+		t.Errorf("1 of 4 done in 10 s: ETA %v %v, want 30s", eta, ok)
+	}
+	now = now.Add(10 * time.Second)
+	tl.Finish()
+	if pace, ok := tl.Pace(); !ok || pace != 10*time.Second {
+		t.Errorf("2 done in 20 s: pace %v, want 10s", pace)
+	}
+	if eta, ok := tl.ETA(); !ok || ETAString(eta, ok, "run") != "ETA 20s" {
+		t.Errorf("2 of 4 done in 20 s: %s, want ETA 20s", ETAString(eta, ok, "run"))
+	}
+	if d, n := tl.Counts(); d != 2 || n != 4 {
+		t.Errorf("counts %d of %d", d, n)
+	}
+}

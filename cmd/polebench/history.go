@@ -10,7 +10,7 @@ import (
 	"github.com/polebench/polebench/benchdata"
 )
 
-const historySummary = "Keep the nights: add appends a night (a nightly directory or bench.json, or run directories) to the history file (JSON lines); plot draws each metric over the nights with change points marked"
+const historySummary = "Keep the nights: add appends a night (a nightly directory or bench.json, or run directories) to the history file (JSON lines); plot draws each metric over the nights with change points marked, and history.html beside the plots"
 
 var defaultHistory = filepath.Join("results", "nightly", "history.jsonl")
 
@@ -26,7 +26,7 @@ func runHistory(args []string, stdout, stderr io.Writer) error {
 	sub := args[0]
 	fs := newFlags("history "+sub, "[--file FILE] ...", historySummary, stderr)
 	file := fs.String("file", defaultHistory, "the history file")
-	out := fs.String("out", filepath.Join("results", "nightly", "plots"), "plot: directory for the PNGs")
+	out := fs.String("out", filepath.Join("results", "nightly", "plots"), "plot: directory for the figures and history.html")
 	pos, err := parseInterleaved(fs, args[1:])
 	if err != nil {
 		return flagError(err)
@@ -52,11 +52,11 @@ func runHistory(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		files, err := benchdata.PlotHistory(nights, *out)
+		page, err := benchdata.WriteHistoryPage(nights, *out)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%d plots of %d nights in %s\n", len(files), len(nights), *out)
+		fmt.Fprintf(stdout, "%d plots of %d nights in %s\n%s\n", len(page.Figures), len(nights), *out, page.HTML)
 		return nil
 	}
 	fs.Usage()
