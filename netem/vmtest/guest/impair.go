@@ -372,6 +372,7 @@ func joinNotes(ns []string) string {
 // lossCheck streams samples datagrams over the lossy link and checks the count lost.
 func lossCheck(ctx context.Context, out io.Writer, from, to *node, l netem.Link, samples int) []string {
 	name := pairName(l.From, l.To)
+	drops0 := netemDrops(from)
 	r, err := udpStream(ctx, from, to, udpSpec{Port: 9130, Count: warmup + samples, Size: owdSize, Burst: 50, Gap: time.Millisecond, Grace: 200 * time.Millisecond})
 	if err != nil {
 		return []string{fmt.Sprintf("%s: loss stream: %v", name, err)}
@@ -383,7 +384,28 @@ func lossCheck(ctx context.Context, out io.Writer, from, to *node, l netem.Link,
 		}
 	}
 	sent := r.Sent - warmup
+	fmt.Fprintf(out, "   the netem leaves of p%d counted %d drops during the stream (%d datagrams sent with the warm-up, %d received)\n",
+		from.id, netemDrops(from)-drops0, r.Sent, len(r.Arrivals))
 	return checkLoss(out, name, l.LossPct, sent, sent-got, r.RcvDrops, r.Dups)
+}
+
+// netemDrops sums the drop counters of the netem qdiscs on n's eth0 (-1 if unknown).
+func netemDrops(n *node) int64 {
+	link, err := n.h.LinkByName(dev)
+	if err != nil {
+		return -1
+	}
+	qs, err := n.h.QdiscList(link)
+	if err != nil {
+		return -1
+	}
+	var d int64
+	for _, q := range qs {
+		if st := q.Attrs().Statistics; q.Type() == "netem" && st != nil && st.Queue != nil {
+			d += int64(st.Queue.Drops)
+		}
+	}
+	return d
 }
 
 // checkLoss checks lost of sent against a loss of pct percent.
