@@ -3,8 +3,10 @@
 // applies the link plan in every namespace with netem.Apply, pings every ordered
 // pair, checks the RTTs and the jitter against the plan, clears, and checks that
 // nothing is left; then it runs a poled in every namespace that installs its own
-// links (selfapply.go) and checks the same again. It exits 0 only if every check
-// passed.
+// links (selfapply.go) and checks the same again; last, the impairments phase
+// (impair.go) checks one-way delays per direction (Kolmogorov-Smirnov), loss, rate
+// and a schedule against issue 28's tolerances with UDP datagrams. It exits 0 only
+// if every check passed.
 package main
 
 import (
@@ -35,6 +37,9 @@ type config struct {
 	delayScale float64
 	ping       pingSpec
 	timeout    time.Duration
+	impairOn   bool
+	onlyImpair bool
+	impair     impairSpec
 }
 
 func main() {
@@ -51,9 +56,16 @@ func main() {
 	flag.StringVar(&c.dist, "dist", netem.DistPareto, "negative control: jitter distribution to apply; the checks expect pareto, so any other must FAIL")
 	flag.Float64Var(&c.delayScale, "delay-scale", 1, "negative control: scale the applied delays; the checks expect 1, so e.g. 1.1 must FAIL")
 	flag.DurationVar(&c.timeout, "timeout", 3*time.Minute, "give up after this long")
+	flag.BoolVar(&c.impairOn, "impair", true, "run the impairments phase (impair.go): one-way delays, loss, rate, a schedule")
+	flag.BoolVar(&c.onlyImpair, "only-impair", false, "run the impairments phase alone (to work on it)")
+	flag.IntVar(&c.impair.OWDSamples, "owd-samples", 10000, "impairments: one-way delays measured each way (issue 28 asks for >= 10^4)")
+	flag.IntVar(&c.impair.BaseSamples, "owd-base-samples", 3000, "impairments: one-way delays each way through a leaf of the plan's delay and 1 ns of jitter (the VM's path)")
+	flag.IntVar(&c.impair.LossSamples, "loss-samples", 5000, "impairments: datagrams sent over the lossy link")
+	flag.IntVar(&c.impair.RateSamples, "rate-samples", 2000, "impairments: datagrams sent over the rate-limited link")
 	flag.Parse()
-	if c.ping.Samples < minSamples || c.baseSamples < 1 || c.ping.Warmup < 0 || c.ping.Interval <= 0 || !(c.delayScale > 0) {
-		fmt.Fprintf(os.Stdout, "vmtest guest: FAIL: want -samples >= %d (the jitter check needs them), -base-samples >= 1, -warmup >= 0, -interval > 0, -delay-scale > 0\n", minSamples)
+	if c.ping.Samples < minSamples || c.baseSamples < 1 || c.ping.Warmup < 0 || c.ping.Interval <= 0 || !(c.delayScale > 0) ||
+		c.impair.OWDSamples < 1 || c.impair.BaseSamples < 1 || c.impair.LossSamples < 1 || c.impair.RateSamples < 2 {
+		fmt.Fprintf(os.Stdout, "vmtest guest: FAIL: want -samples >= %d (the jitter check needs them), -base-samples >= 1, -warmup >= 0, -interval > 0, -delay-scale > 0, impairment samples >= 1 (-rate-samples >= 2)\n", minSamples)
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -111,6 +123,13 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	fmt.Fprintf(out, "== lab: %d namespaces on bridge %s; %s before Apply: %s\n",
 		len(lab.nodes), bridge, dev, oneLine(before[lab.nodes[0].id]))
 
+	if c.onlyImpair {
+		if failures := impairments(ctx, out, lab, topo, c, before); len(failures) > 0 {
+			return errors.New(strings.Join(failures, "\n  "))
+		}
+		return nil
+	}
+
 	// What the VM's own path costs, before any delay is installed.
 	bs := c.ping
 	bs.Samples = c.baseSamples
@@ -147,6 +166,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		}
 	}
 	failures = append(failures, selfApplied(ctx, out, lab, topo, plan, applied, c.ping, before)...)
+	if c.impairOn {
+		failures = append(failures, impairments(ctx, out, lab, topo, c, before)...)
+	}
 	if len(failures) > 0 {
 		return errors.New(strings.Join(failures, "\n  "))
 	}
