@@ -10,7 +10,7 @@
 // link_mode kernel) that installs its own links, and checks the RTTs again, that a
 // poled without CAP_NET_ADMIN falls back to user space, and that stopping them leaves
 // every interface bare. Last, the impairments phase (guest/impair.go) holds kernel
-// netem to issue 28's tolerances with UDP datagrams stamped in the guest: each
+// netem to the links' tolerances with UDP datagrams stamped in the guest: each
 // direction's one-way delays against the plan's distribution (Kolmogorov-Smirnov,
 // p > 0.01 over 10^4 datagrams, the VM's own path measured through a constant-delay
 // leaf and convolved in), random loss within its 99 % binomial interval, a rate's

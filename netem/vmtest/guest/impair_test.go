@@ -199,13 +199,18 @@ func TestCheckLoss(t *testing.T) {
 	if f := checkLoss(&b, "p3->p4", 10, 10000, 1012, 0, 0); len(f) != 0 || !strings.Contains(b.String(), ": ok;") {
 		t.Errorf("1012 of 10000 at 10%%: %q\n%s", f, b.String())
 	}
+	// Outside the 99 % interval but inside the 99.99 % one: reported, not failed.
+	b.Reset()
+	if f := checkLoss(&b, "p3->p4", 10, 10000, 920, 0, 0); len(f) != 0 || !strings.Contains(b.String(), "outside the tolerance") {
+		t.Errorf("920 of 10000 at 10%%: %q\n%s", f, b.String())
+	}
 	for name, c := range map[string]struct {
 		lost  int
 		drops uint32
 		want  string
 	}{
-		"too many":      {1200, 0, "outside the 99% binomial interval"},
-		"too few":       {850, 0, "outside the 99% binomial interval"},
+		"too many":      {1200, 0, "outside the 99.99% binomial interval"},
+		"too few":       {850, 0, "outside the 99.99% binomial interval"},
 		"socket drops":  {1000, 3, "receiving socket dropped 3"},
 		"control fails": {1300, 0, "negative control"},
 	} {

@@ -5,7 +5,7 @@
 // nothing is left; then it runs a poled in every namespace that installs its own
 // links (selfapply.go) and checks the same again; last, the impairments phase
 // (impair.go) checks one-way delays per direction (Kolmogorov-Smirnov), loss, rate
-// and a schedule against issue 28's tolerances with UDP datagrams. It exits 0 only
+// and a schedule against the links' tolerances with UDP datagrams. It exits 0 only
 // if every check passed.
 package main
 
@@ -58,7 +58,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 3*time.Minute, "give up after this long")
 	flag.BoolVar(&c.impairOn, "impair", true, "run the impairments phase (impair.go): one-way delays, loss, rate, a schedule")
 	flag.BoolVar(&c.onlyImpair, "only-impair", false, "run the impairments phase alone (to work on it)")
-	flag.IntVar(&c.impair.OWDSamples, "owd-samples", 10000, "impairments: one-way delays measured each way (issue 28 asks for >= 10^4)")
+	flag.IntVar(&c.impair.OWDSamples, "owd-samples", 10000, "impairments: one-way delays measured each way (the tolerance wants >= 10^4)")
 	flag.IntVar(&c.impair.BaseSamples, "owd-base-samples", 3000, "impairments: one-way delays each way through a leaf of the plan's delay and 1 ns of jitter (the VM's path)")
 	flag.IntVar(&c.impair.LossSamples, "loss-samples", 5000, "impairments: datagrams sent over the lossy link")
 	flag.IntVar(&c.impair.RateSamples, "rate-samples", 2000, "impairments: datagrams sent over the rate-limited link")
