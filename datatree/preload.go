@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
+	"sync"
+	"unsafe"
+	"weak"
 )
 
 // Preload layout: PreloadNodeSize-byte znodes named %010d under PreloadPath.
@@ -28,8 +31,7 @@ func (t *Tree) Preload(size int64) (int, error) {
 		return 0, fmt.Errorf("datatree: preload: %s already exists", PreloadPath)
 	}
 	count := int((size + PreloadNodeSize - 1) / PreloadNodeSize)
-	buf := make([]byte, size)
-	fill(buf)
+	buf := preloadData(size)
 
 	z := int64(t.lastZxid)
 	root := t.nodes["/"]
@@ -59,6 +61,40 @@ func (t *Tree) Preload(size int64) (int, error) {
 		t.size += int64(len(path) + len(n.data))
 	}
 	return count, nil
+}
+
+// sharedPreload holds, by size, the data trees of one process preloaded last, weakly:
+// every tree preloads the same bytes, and a node's data is never changed in place
+// (setData replaces it), so the trees of one process (the simulator's servers, the
+// local backend's) share one buffer instead of holding a copy each. A buffer no tree
+// holds any more is collected as usual.
+var sharedPreload struct {
+	sync.Mutex
+	bufs map[int64]weak.Pointer[byte]
+}
+
+// preloadData is size bytes of the preload's data, shared and read-only.
+func preloadData(size int64) []byte {
+	if size == 0 {
+		return nil
+	}
+	sharedPreload.Lock()
+	defer sharedPreload.Unlock()
+	if p := sharedPreload.bufs[size].Value(); p != nil {
+		return unsafe.Slice(p, size)
+	}
+	buf := make([]byte, size)
+	fill(buf)
+	if sharedPreload.bufs == nil {
+		sharedPreload.bufs = map[int64]weak.Pointer[byte]{}
+	}
+	for k, w := range sharedPreload.bufs { // forget the collected ones
+		if w.Value() == nil {
+			delete(sharedPreload.bufs, k)
+		}
+	}
+	sharedPreload.bufs[size] = weak.Make(&buf[0])
+	return buf
 }
 
 // fill writes deterministic incompressible bytes (wyrand), several GB/s.

@@ -44,6 +44,8 @@ type server struct {
 	inflight map[uint64]*request
 	busy     int64 // the server's loop is busy (a request's CPU, a write) until then
 	drainDue bool  // a drain is queued for this instant
+	// drainLater is drainSoon's event, one per incarnation (not a closure per call).
+	drainLater func()
 	// lostAt is when the server's client sessions were lost (-1: never, they connect
 	// as it first serves); readyAt when the first is back.
 	lostAt, readyAt int64
@@ -89,6 +91,12 @@ func (v *server) boot() error {
 	v.d.SetRequestBase(uint64(v.inc+1) << 40)
 	v.up = true
 	inc := v.inc
+	v.drainLater = func() {
+		v.drainDue = false
+		if v.alive(inc) {
+			v.drain()
+		}
+	}
 	tick := time.Duration(v.cfg.Tick)
 	var loop func()
 	loop = func() {
@@ -148,10 +156,10 @@ func (v *server) notifyClosed(p *server, inc int) {
 		// Frames of the dead incarnation still on the link (due at this instant, or
 		// deferred behind p's busy loop) go first; their events were queued before
 		// this one's next, so it runs after them.
-		if q.head < len(q.ds) && q.ds[q.head].inc == vinc || p.busy > s.now {
+		if q.size > 0 && int(q.front().inc) == vinc || p.busy > s.now {
 			next := max(s.now, p.busy)
-			if q.head < len(q.ds) {
-				next = max(next, q.ds[q.head].at)
+			if q.size > 0 {
+				next = max(next, q.front().at)
 			}
 			s.at(next, closed)
 			return
@@ -249,18 +257,20 @@ func (v *server) failInflight(msg string) {
 	}
 }
 
-// delivery is a message on a link, from its sending to its arrival.
+// delivery is a message on a link, from its sending to its arrival. It is kept small
+// (the links' rings hold every message in flight by value): an election payload rides
+// in zab.Data, the link is its index, the incarnations and generation are 32 bits.
 type delivery struct {
 	from, to  *server
-	inc, dinc int // the incarnations of both ends when it was sent
-	key       linkKey
-	gen       int
-	sent      int64 // when it is handed to the link, if later than now (a snapshot's chunk)
-	depart    int64 // when it left the sender (before that, it dies with it)
-	arrived   int64 // when it arrives
-	at        int64 // when the receiver acts on it (HopDelay later)
-	deferred  bool  // it waited for the receiver's loop
-	election  []byte
+	inc, dinc int32 // the incarnations of both ends when it was sent
+	gen       int32
+	link      int32   // the link's index (linkKey.index)
+	ch        channel // chElection: zab.Data is the election payload
+	deferred  bool    // it waited for the receiver's loop
+	sent      int64   // when it is handed to the link, if later than now (a snapshot's chunk)
+	depart    int64   // when it left the sender (before that, it dies with it)
+	arrived   int64   // when it arrives
+	at        int64   // when the receiver acts on it (HopDelay later)
 	zab       zab.Message
 }
 
@@ -269,12 +279,11 @@ type delivery struct {
 // and arrives after the link's delay, in order.
 func (v *server) send(d *delivery, ch channel, size int) {
 	s := v.s
-	d.key = linkKey{v.id, d.to.id, ch}
-	ls := s.link(d.key)
+	i := linkKey{v.id, d.to.id, ch}.index(len(s.servers) - 1)
+	ls := &s.links[i]
 	if !d.to.up || ls.cut {
 		return
 	}
-	i := d.key.index(len(s.servers) - 1)
 	line := v.lines[i]
 	if line == nil {
 		var err error
@@ -289,7 +298,8 @@ func (v *server) send(d *delivery, ch channel, size int) {
 	}
 	// What the loop sends after a write it waited for leaves when the write is done.
 	depart, arrive := line.ScheduleNS(max(s.now, v.busy, d.sent), size+frameOverhead)
-	d.from, d.inc, d.dinc, d.gen = v, v.inc, d.to.inc, ls.gen
+	d.from, d.inc, d.dinc, d.gen = v, int32(v.inc), int32(d.to.inc), int32(ls.gen)
+	d.link, d.ch = int32(i), ch
 	d.depart, d.arrived = depart, max(arrive, s.now)
 	d.at = d.arrived + int64(s.cfg.HopDelay) // handed to the receiver's loop
 	s.enqueue(i, d)
@@ -299,15 +309,15 @@ func (v *server) send(d *delivery, ch channel, size int) {
 // request): then d and what follows it on its link wait, and it reports false.
 func (d *delivery) arrive() bool {
 	s, v, dst := d.from.s, d.from, d.to
-	if l := s.link(d.key); v.inc != d.inc && d.depart > v.diedAt || !dst.alive(d.dinc) || l.gen != d.gen || l.cut {
+	if l := &s.links[d.link]; int32(v.inc) != d.inc && d.depart > v.diedAt || !dst.alive(int(d.dinc)) || int32(l.gen) != d.gen || l.cut {
 		return true
 	}
 	if dst.busy > s.now {
 		d.deferred = true
 		return false
 	}
-	if d.key.ch == chElection {
-		dst.d.StepElection(time.Duration(d.arrived), v.id, d.election)
+	if d.ch == chElection {
+		dst.d.StepElection(time.Duration(d.arrived), v.id, d.zab.Data)
 	} else {
 		dst.d.DeliverZab(time.Duration(d.arrived), v.id, d.zab)
 	}
@@ -327,13 +337,7 @@ func (v *server) drainSoon() {
 		return
 	}
 	v.drainDue = true
-	inc := v.inc
-	v.s.at(v.s.now, func() {
-		v.drainDue = false
-		if v.alive(inc) {
-			v.drain()
-		}
-	})
+	v.s.at(v.s.now, v.drainLater)
 }
 
 // finals reads every key as the verification's read-back does.
@@ -365,7 +369,7 @@ func (v *server) rtts() map[string]float64 {
 type serverIO server
 
 func (io *serverIO) SendElection(to int, b []byte) {
-	(*server)(io).send(&delivery{to: io.s.servers[to], election: b}, chElection, len(b))
+	(*server)(io).send(&delivery{to: io.s.servers[to], zab: zab.Message{Data: b}}, chElection, len(b))
 }
 
 // SendZab carries the message itself, not its encoding (the codec has its own tests

@@ -318,19 +318,40 @@ func (q *eventQueue) pop() simEvent {
 	return top
 }
 
-// linkQueue holds a link's messages in flight, in order, by value: a run's millions
-// of deliveries were as many objects to allocate and, scattered over the heap, as
-// many cache misses to step through.
+// linkQueue holds a link's messages in flight, in order, by value, in a ring: a run's
+// millions of deliveries were as many objects to allocate and, scattered over the
+// heap, as many cache misses to step through; a ring neither shifts what is left nor
+// grows once it holds a link's usual backlog.
 type linkQueue struct {
-	ds   []delivery
-	head int
+	ds         []delivery // len(ds) is 0 or a power of two
+	head, size int
+}
+
+// front is the link's first message; the queue must not be empty.
+func (q *linkQueue) front() *delivery { return &q.ds[q.head] }
+
+func (q *linkQueue) push(d *delivery) {
+	if q.size == len(q.ds) {
+		grown := make([]delivery, max(8, 2*len(q.ds)))
+		n := copy(grown, q.ds[q.head:])
+		copy(grown[n:], q.ds[:q.head])
+		q.ds, q.head = grown, 0
+	}
+	q.ds[(q.head+q.size)&(len(q.ds)-1)] = *d
+	q.size++
+}
+
+func (q *linkQueue) pop() {
+	q.ds[q.head] = delivery{} // let its message's data go
+	q.head = (q.head + 1) & (len(q.ds) - 1)
+	q.size--
 }
 
 // enqueue puts d on link i; the link gets an event if d is its first message.
 func (s *Sim) enqueue(i int, d *delivery) {
 	q := &s.lq[i]
-	q.ds = append(q.ds, *d)
-	if len(q.ds)-q.head == 1 {
+	q.push(d)
+	if q.size == 1 {
 		s.seq++
 		s.queue.push(simEvent{at: d.at, seq: s.seq, link: i + 1})
 	}
@@ -341,24 +362,17 @@ func (s *Sim) enqueue(i int, d *delivery) {
 func (s *Sim) arrive(i int) {
 	q := &s.lq[i]
 	// Receiving sends on other links only, so q.ds keeps its array meanwhile.
-	if d := &q.ds[q.head]; !d.arrive() {
+	if d := q.front(); !d.arrive() {
 		s.seq++
 		s.queue.push(simEvent{at: d.to.busy, seq: s.seq, link: i + 1})
 		return
 	}
-	q.ds[q.head] = delivery{} // let its message's data go
-	q.head++
-	if q.head == len(q.ds) {
-		q.ds, q.head = q.ds[:0], 0
+	q.pop()
+	if q.size == 0 {
 		return
 	}
-	if q.head > 64 && q.head > len(q.ds)/2 {
-		n := copy(q.ds, q.ds[q.head:])
-		clear(q.ds[n:])
-		q.ds, q.head = q.ds[:n], 0
-	}
 	s.seq++
-	s.queue.push(simEvent{at: max(q.ds[q.head].at, s.now), seq: s.seq, link: i + 1})
+	s.queue.push(simEvent{at: max(q.front().at, s.now), seq: s.seq, link: i + 1})
 }
 
 func (s *Sim) at(t int64, fn func()) {
