@@ -121,6 +121,7 @@ func (n *Node) adminHandler() http.Handler {
 		n.Cut(c)
 		reply(w, c)
 	})
+	mux.HandleFunc("POST /disk", n.handleDisk)
 	// Go's profiler, to see where a replica's time goes under a run's load.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -90,6 +90,12 @@ func (n *nodeEvents) all() map[int][]event.Event {
 // by the replicas themselves through their admin ports (whatever emulates the links).
 type target struct {
 	cluster.Cluster
+	mu   sync.Mutex
+	slow map[int]time.Duration // slow disks, applied again after a restart
+}
+
+func newTarget(cl cluster.Cluster) *target {
+	return &target{Cluster: cl, slow: map[int]time.Duration{}}
 }
 
 type kernelCutter interface {
@@ -99,7 +105,7 @@ type kernelCutter interface {
 // SetLinks cuts or restores every pair's links at both ends that are alive: one live
 // end suffices to stop both directions, and a server restarted meanwhile is still cut
 // by its peers.
-func (t target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error {
+func (t *target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error {
 	peers := map[int][]int{}
 	for _, p := range pairs {
 		peers[p[0]] = append(peers[p[0]], p[1])

@@ -1,0 +1,171 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/storage"
+)
+
+// The faults a real cluster carries beyond kill, restart and cuts, each through what
+// the backend offers (docs/faults.md):
+//   - pause: the cluster's own (cluster.Pauser: a frozen loop, docker pause), else
+//     SIGSTOP and SIGCONT to a server that is a process on this host (cluster.Pids);
+//   - a kill that loses unsynced writes (and tears the log's tail): a kill, then
+//     storage.LoseUnsynced on the server's data directory (cluster.DataDirs);
+//   - a slow disk: the replica's POST /disk, again after each restart;
+//   - the isolation of the leader: whoever serves as leader in the highest epoch.
+// One-way cuts are the simulator's alone for now.
+
+var (
+	_ nemesis.Pauser      = (*target)(nil)
+	_ nemesis.DiskFaulter = (*target)(nil)
+	_ nemesis.Leaders     = (*target)(nil)
+	_ nemesis.Serverser   = (*target)(nil)
+)
+
+func (t *target) server(id int) (cluster.Server, error) {
+	for _, s := range t.Servers() {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return cluster.Server{}, fmt.Errorf("no server p%d", id)
+}
+
+func (t *target) ServerIDs() []int {
+	var ids []int
+	for _, s := range t.Servers() {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func (t *target) signal(id int, sig syscall.Signal) error {
+	p, ok := t.Cluster.(cluster.Pids)
+	if !ok {
+		return nemesis.Unsupported{Kind: nemesis.Pause}
+	}
+	pid := p.Pid(id)
+	if pid == 0 {
+		return fmt.Errorf("p%d is not running", id)
+	}
+	return syscall.Kill(pid, sig)
+}
+
+func (t *target) Pause(ctx context.Context, id int) error {
+	if p, ok := t.Cluster.(cluster.Pauser); ok {
+		return p.Pause(ctx, id)
+	}
+	return t.signal(id, syscall.SIGSTOP)
+}
+
+func (t *target) Resume(ctx context.Context, id int) error {
+	if p, ok := t.Cluster.(cluster.Pauser); ok {
+		return p.Resume(ctx, id)
+	}
+	return t.signal(id, syscall.SIGCONT)
+}
+
+func (t *target) KillLosing(ctx context.Context, id int, tear bool) error {
+	d, ok := t.Cluster.(cluster.DataDirs)
+	if !ok {
+		kind := nemesis.LoseUnsynced
+		if tear {
+			kind = nemesis.TornTail
+		}
+		return nemesis.Unsupported{Kind: kind}
+	}
+	if err := t.Kill(ctx, id); err != nil {
+		return err
+	}
+	_, err := storage.LoseUnsynced(filepath.Join(d.DataDir(id), "log"), tear)
+	return err
+}
+
+func (t *target) SlowDisk(ctx context.Context, id int, delay time.Duration) error {
+	s, err := t.server(id)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.slow[id] = delay
+	t.mu.Unlock()
+	if !t.Alive(id) {
+		return nil // from its restart
+	}
+	return cluster.SetDisk(ctx, s, replica.Disk{SyncDelay: replica.Duration(delay)})
+}
+
+// Restart restarts id and slows its disk again if the nemesis slowed it.
+func (t *target) Restart(ctx context.Context, id int) error {
+	if err := t.Cluster.Restart(ctx, id); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	d := t.slow[id]
+	t.mu.Unlock()
+	if d == 0 {
+		return nil
+	}
+	s, err := t.server(id)
+	if err != nil {
+		return err
+	}
+	return cluster.SetDisk(ctx, s, replica.Disk{SyncDelay: replica.Duration(d)})
+}
+
+// Leader is the live server that serves as leader in the highest epoch, 0 if none.
+func (t *target) Leader(ctx context.Context) (int, error) {
+	best, epoch := 0, uint64(0)
+	var errs []error
+	for _, s := range t.Servers() {
+		if !t.Alive(s.ID) {
+			continue
+		}
+		st, err := cluster.NodeStatus(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.Serving && st.Leader == s.ID && (best == 0 || uint64(st.Epoch) > epoch) {
+			best, epoch = s.ID, uint64(st.Epoch)
+		}
+	}
+	if best == 0 && len(errs) > 0 {
+		return 0, errors.Join(errs...)
+	}
+	return best, nil
+}
+
+// supports says why this cluster cannot carry a fault of kind k, nil if it can: a
+// run refuses the schedule before it starts rather than fail at the fault.
+func (t *target) supports(k nemesis.Kind) error {
+	_, zk := t.Cluster.(cluster.Timelines) // ZooKeeper's servers: no admin port, not poled's log
+	switch k {
+	case nemesis.Pause, nemesis.Resume:
+		_, p := t.Cluster.(cluster.Pauser)
+		_, pids := t.Cluster.(cluster.Pids)
+		if !p && !pids {
+			return fmt.Errorf("%w: its servers are neither paused by the backend nor processes of this host", nemesis.Unsupported{Kind: k})
+		}
+	case nemesis.LoseUnsynced, nemesis.TornTail:
+		if _, ok := t.Cluster.(cluster.DataDirs); !ok || zk {
+			return fmt.Errorf("%w: its servers' poled logs are not on this host", nemesis.Unsupported{Kind: k})
+		}
+	case nemesis.SlowDisk, nemesis.IsolateLeader:
+		if zk {
+			return fmt.Errorf("%w: ZooKeeper has no admin port to ask", nemesis.Unsupported{Kind: k})
+		}
+	case nemesis.OneWay:
+		return fmt.Errorf("%w: a replica cuts its links both ways; one-way cuts are the simulator's", nemesis.Unsupported{Kind: k})
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/spec"
+)
+
+// everyFault is a spec with every fault a real poled cluster carries.
+const everyFault = `faults:
+  - {at: 3s, pause: 3}
+  - {at: 5s, resume: 3}
+  - {at: 6s, isolate: leader}
+  - {at: 9s, heal: true}
+  - {at: 10s, lose_unsynced: 2}
+  - {at: 11s, restart: 2}
+  - {at: 12s, torn_tail: 1}
+  - {at: 13s, restart: 1}
+  - {at: 14s, slow_disk: {server: 4, delay: 20ms}}
+  - {at: 15s, partition: ring}
+  - {at: 17s, heal: true}
+  - {at: 18s, slow_disk: {server: 4, delay: 0s}}
+`
+
+// TestFaultsLocal and TestFaultsNetns play every fault on a real cluster with fsync
+// on: each is carried out without error and in the timeline, and no acknowledged
+// write is lost, the history is linearizable. No timing is judged.
+func TestFaultsLocal(t *testing.T) { faultsOn(t, "local") }
+
+func TestFaultsNetns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	faultsOn(t, "netns")
+}
+
+func faultsOn(t *testing.T, backend string) {
+	if testing.Short() {
+		t.Skip("a 24 s run; -short skips it")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "faults.yaml")
+	b, err := spec.Shipped("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, everyFault...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = s.With(spec.Setting{Name: "duration", Value: "24s"}, spec.Setting{Name: "crash-at", Value: "none"},
+		spec.Setting{Name: "repetitions", Value: "1"}, spec.Setting{Name: "backend", Value: backend}, spec.Setting{Name: "warmup", Value: "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t}), Fsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := res.Summaries[0]
+	if sum.LostAcknowledgedWrites != 0 {
+		t.Errorf("%d acknowledged writes lost", sum.LostAcknowledgedWrites)
+	}
+	if v := readVerification(t, res.Dir); v.Linearizability != "ok" {
+		t.Errorf("linearizability: %s", v.Linearizability)
+	}
+	seen := map[nemesis.Kind]bool{}
+	for _, e := range runEvents(t, res.Dir) {
+		if e.Source != analysis.SourceHarness || e.Fault == "" {
+			continue
+		}
+		if e.Error != "" {
+			t.Errorf("%s at %.0f ms: %s", e.Fault, e.AtMS, e.Error)
+		}
+		seen[e.Fault] = true
+		if e.Fault == nemesis.Pause && e.Kind != event.Pause || e.Fault == nemesis.SlowDisk && e.Kind != event.SlowDisk {
+			t.Errorf("%s recorded as %s", e.Fault, e.Kind)
+		}
+	}
+	for _, k := range []nemesis.Kind{nemesis.Pause, nemesis.Resume, nemesis.IsolateLeader, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.SlowDisk, nemesis.Partition, nemesis.Heal} {
+		if !seen[k] {
+			t.Errorf("no %s in the timeline", k)
+		}
+	}
+}
