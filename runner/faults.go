@@ -22,14 +22,36 @@ import (
 //     storage.LoseUnsynced on the server's data directory (cluster.DataDirs);
 //   - a slow disk: the replica's POST /disk, again after each restart;
 //   - the isolation of the leader: whoever serves as leader in the highest epoch.
-// One-way cuts are the simulator's alone for now.
+//   - a one-way cut (a, b): a drops what it sends to b, b refuses what a sends, each
+//     through its admin port (replica.Cut.Direction).
 
 var (
-	_ nemesis.Pauser      = (*target)(nil)
-	_ nemesis.DiskFaulter = (*target)(nil)
-	_ nemesis.Leaders     = (*target)(nil)
-	_ nemesis.Serverser   = (*target)(nil)
+	_ nemesis.Pauser       = (*target)(nil)
+	_ nemesis.DiskFaulter  = (*target)(nil)
+	_ nemesis.Leaders      = (*target)(nil)
+	_ nemesis.Serverser    = (*target)(nil)
+	_ nemesis.OneWayCutter = (*target)(nil)
 )
+
+func (t *target) CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error {
+	out, in := map[int][]int{}, map[int][]int{}
+	for _, p := range pairs {
+		out[p[0]] = append(out[p[0]], p[1])
+		in[p[1]] = append(in[p[1]], p[0])
+	}
+	var errs []error
+	for _, s := range t.Servers() {
+		if !t.Alive(s.ID) {
+			continue
+		}
+		for dir, peers := range map[string][]int{"out": out[s.ID], "in": in[s.ID]} {
+			if len(peers) > 0 {
+				errs = append(errs, cluster.SetCut(ctx, s, replica.Cut{Peers: peers, Cut: cut, Direction: dir}))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
 
 func (t *target) server(id int) (cluster.Server, error) {
 	for _, s := range t.Servers() {
@@ -160,12 +182,10 @@ func (t *target) supports(k nemesis.Kind) error {
 		if _, ok := t.Cluster.(cluster.DataDirs); !ok || zk {
 			return fmt.Errorf("%w: its servers' poled logs are not on this host", nemesis.Unsupported{Kind: k})
 		}
-	case nemesis.SlowDisk, nemesis.IsolateLeader:
+	case nemesis.SlowDisk, nemesis.IsolateLeader, nemesis.OneWay:
 		if zk {
 			return fmt.Errorf("%w: ZooKeeper has no admin port to ask", nemesis.Unsupported{Kind: k})
 		}
-	case nemesis.OneWay:
-		return fmt.Errorf("%w: a replica cuts its links both ways; one-way cuts are the simulator's", nemesis.Unsupported{Kind: k})
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ const everyFault = `faults:
   - {at: 12s, torn_tail: 1}
   - {at: 13s, restart: 1}
   - {at: 14s, slow_disk: {server: 4, delay: 20ms}}
+  - {at: 14500ms, one_way: [[1, 2], [3, 4, 5]]}
   - {at: 15s, partition: ring}
   - {at: 17s, heal: true}
   - {at: 18s, slow_disk: {server: 4, delay: 0s}}
@@ -89,7 +90,7 @@ func faultsOn(t *testing.T, backend string) {
 			t.Errorf("%s recorded as %s", e.Fault, e.Kind)
 		}
 	}
-	for _, k := range []nemesis.Kind{nemesis.Pause, nemesis.Resume, nemesis.IsolateLeader, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.SlowDisk, nemesis.Partition, nemesis.Heal} {
+	for _, k := range []nemesis.Kind{nemesis.Pause, nemesis.Resume, nemesis.IsolateLeader, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.SlowDisk, nemesis.OneWay, nemesis.Partition, nemesis.Heal} {
 		if !seen[k] {
 			t.Errorf("no %s in the timeline", k)
 		}
