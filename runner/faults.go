@@ -189,3 +189,46 @@ func (t *target) supports(k nemesis.Kind) error {
 	}
 	return nil
 }
+
+// Converge waits, up to within, for every server of cl to run, serve, and hold the
+// same last zxid as every other (the load is over: nothing more to commit), and says
+// how far it got otherwise: a check's liveness after the last heal.
+func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		var state []string
+		ok, zxid := true, ""
+		for _, s := range cl.Servers() {
+			if !cl.Alive(s.ID) {
+				ok = false
+				state = append(state, fmt.Sprintf("p%d down", s.ID))
+				continue
+			}
+			st, err := cluster.NodeStatus(ctx, s)
+			if err != nil {
+				ok = false
+				state = append(state, fmt.Sprintf("p%d: %v", s.ID, err))
+				continue
+			}
+			z := fmt.Sprint(st.LastZxid)
+			state = append(state, fmt.Sprintf("p%d %s serving=%v zxid=%s", s.ID, st.Role, st.Serving, z))
+			if !st.Serving || zxid != "" && z != zxid {
+				ok = false
+			}
+			zxid = z
+		}
+		if ok {
+			return nil
+		}
+		last = fmt.Sprint(state)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the servers did not converge within %v of the end: %s", within, last)
+		case <-tick.C:
+		}
+	}
+}

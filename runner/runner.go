@@ -55,6 +55,9 @@ type Options struct {
 	// Fsync runs poled with fsync on: what it acknowledged is durable, so the nemesis
 	// can lose the rest (nemesis.LoseUnsynced).
 	Fsync bool
+	// AfterLoad, if set, is called on a real cluster once the load and the faults are
+	// over and before the read-back (a check's convergence); its error is the run's.
+	AfterLoad func(ctx context.Context, cl cluster.Cluster) error
 }
 
 // Repetition is one analysed run of the spec.
@@ -247,6 +250,10 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	r.nodes.collect(actx, cl)
 	r.host.collect(actx, cl)
 	r.traces.collect(actx, servers, cl.Alive)
+	var afterErr error
+	if r.o.AfterLoad != nil {
+		afterErr = r.o.AfterLoad(actx, cl)
+	}
 	marks, lost := r.traces.result()
 	if lost > 0 {
 		r.log.Warn("trace marks overwritten before they were read", "lost", lost)
@@ -263,6 +270,9 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	}
 	if verr != nil {
 		errs = append(errs, fmt.Errorf("verification: %w", verr))
+	}
+	if afterErr != nil {
+		errs = append(errs, afterErr)
 	}
 	return h, errors.Join(errs...)
 }

@@ -298,6 +298,12 @@ func (l *FileLog) flush(sync bool) error {
 	return nil
 }
 
+// AckBeforeSync, for tests only, breaks the log on purpose: Sync writes to the page
+// cache and returns without making anything durable, so the replica acknowledges
+// what a power loss (LoseUnsynced) takes back, as the simulator's ackBeforeWrite
+// does. The checks must catch it (polebench check's tests).
+var AckBeforeSync atomic.Bool
+
 // Sync implements Log.
 func (l *FileLog) Sync() error {
 	l.mu.Lock()
@@ -307,6 +313,13 @@ func (l *FileLog) Sync() error {
 	}
 	if d := time.Duration(l.delay.Load()); d > 0 {
 		time.Sleep(d)
+	}
+	if AckBeforeSync.Load() {
+		if err := l.flush(false); err != nil {
+			l.err = fmt.Errorf("storage: log sync: %w", err)
+			return l.err
+		}
+		return nil
 	}
 	if err := l.flush(true); err != nil {
 		l.err = fmt.Errorf("storage: log sync: %w", err)

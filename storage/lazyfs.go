@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/polebench/polebench/zab"
 )
 
 // LoseUnsynced does to a stopped server's log what a power loss does with a page
@@ -54,12 +56,19 @@ func LoseUnsynced(dir string, tear bool) (int64, error) {
 			}
 			continue
 		}
-		if st.Size() <= keep {
+		if st.Size() <= keep && !tear {
 			continue
 		}
-		tail, err := readTail(path, keep, st.Size())
+		b, err := readTail(path, 0, st.Size())
 		if err != nil {
 			return cut, err
+		}
+		tail := b[min(keep, int64(len(b))):]
+		if len(tail) == 0 {
+			// Nothing was being written: the torn record is the next write's, made
+			// from the last one (its zxid's successor, its data), as a write cut
+			// short by the crash would leave it.
+			tail = nextRecord(b[:keep])
 		}
 		cut += st.Size() - keep
 		if err := os.Truncate(path, keep); err != nil {
@@ -67,7 +76,8 @@ func LoseUnsynced(dir string, tear bool) (int64, error) {
 		}
 		if tear {
 			if rec := firstRecord(tail); len(rec) > recordHeader+8 {
-				rec[len(rec)-1] ^= 0x01 // the data's last byte: its checksum no longer matches
+				// A byte amid the data (a write's value): its checksum no longer matches.
+				rec[recordHeader+8+(len(rec)-recordHeader-8)/2] ^= 0x01
 				if err := appendFile(path, rec); err != nil {
 					return cut, err
 				}
@@ -87,6 +97,24 @@ func readTail(path string, from, to int64) ([]byte, error) {
 	b := make([]byte, to-from)
 	_, err = f.ReadAt(b, from)
 	return b, err
+}
+
+// nextRecord makes a record after the last one of a segment image: the next zxid, the
+// same data. Nil if the segment holds none.
+func nextRecord(seg []byte) []byte {
+	var last []byte
+	for off := len(segMagic); off+recordHeader <= len(seg); {
+		rec := firstRecord(seg[off:])
+		if rec == nil {
+			break
+		}
+		last, off = rec, off+len(rec)
+	}
+	if last == nil {
+		return nil
+	}
+	z := zab.Zxid(binary.LittleEndian.Uint64(last[recordHeader:]))
+	return appendRecord(nil, zab.Txn{Zxid: z + 1, Data: last[recordHeader+8:]})
 }
 
 // firstRecord is the whole first record of b, or nil.

@@ -96,8 +96,8 @@ func TestTrustTailServesCorruption(t *testing.T) {
 	if _, err := LoseUnsynced(dir, true); err != nil {
 		t.Fatal(err)
 	}
-	TrustTail = true
-	defer func() { TrustTail = false }()
+	TrustTail.Store(true)
+	defer TrustTail.Store(false)
 	l, err := OpenLog(dir, LogOptions{Fsync: true}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -120,5 +120,36 @@ func TestSyncDelay(t *testing.T) {
 	l.Sync()
 	if el := time.Since(t0); el < 30*time.Millisecond {
 		t.Errorf("a sync with a 30ms delay took %v", el)
+	}
+}
+
+// With nothing unsynced, a tear still leaves a torn record: the next write's, cut
+// off by its checksum at the restart (and read by the broken TrustTail log).
+func TestTearWithNothingUnsynced(t *testing.T) {
+	dir := t.TempDir()
+	syncedLog(t, dir, 7, 7, 0)
+	if _, err := LoseUnsynced(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	var warn strings.Builder
+	l, err := OpenLog(dir, LogOptions{Fsync: true}, slog.New(slog.NewTextHandler(&warn, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LastZxid() != 7 || !strings.Contains(warn.String(), "cutting torn log tail") {
+		t.Errorf("last zxid %v, log %q: want 7 and the torn tail cut", l.LastZxid(), warn.String())
+	}
+	l.Close()
+	dir = t.TempDir()
+	syncedLog(t, dir, 7, 7, 0)
+	LoseUnsynced(dir, true)
+	TrustTail.Store(true)
+	defer TrustTail.Store(false)
+	if l, err = OpenLog(dir, LogOptions{Fsync: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.LastZxid() != 8 {
+		t.Errorf("the broken log's last zxid %v, want the torn 8", l.LastZxid())
 	}
 }
