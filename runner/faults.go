@@ -210,6 +210,9 @@ func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) err
 			}
 			st, err := cluster.NodeStatus(ctx, s)
 			if err != nil {
+				if ctx.Err() != nil && last != "" {
+					return fmt.Errorf("the servers did not converge within %v of the end: %s", within, last)
+				}
 				ok = false
 				state = append(state, fmt.Sprintf("p%d: %v", s.ID, err))
 				continue

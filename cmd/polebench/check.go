@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,9 +29,10 @@ const checkSummary = "sim check's random fault schedules on a real cluster; per 
 // checkArgs is check's argument summary, in its usage and the command list.
 const checkArgs = "[SPEC] [--backend B] [--seeds N] [--from S] [--shrink]"
 
-// checkConverge is how long after the load the servers have to converge (sim.Check's
-// 10 s).
-const checkConverge = 10 * time.Second
+// checkConverge is how long after the load the servers have by default to converge:
+// more than poled's own bound on a follower's recovery (zab.DefaultInitLimit, after
+// which a follower that was never synced looks for a leader again).
+const checkConverge = 30 * time.Second
 
 // A check's verdicts for one seed.
 const (
@@ -57,8 +59,9 @@ type checkRun struct {
 
 // checker runs schedules of one spec on its backend.
 type checker struct {
-	sp  *spec.Spec
-	out string
+	sp       *spec.Spec
+	out      string
+	converge time.Duration
 	// broken, in tests only, runs a variant that must fail (brokenVariants).
 	broken string
 }
@@ -85,7 +88,7 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 	var stuck error
 	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: dir, Faults: faults, Fsync: true, ZooKeeperWarmUp: -1,
 		AfterLoad: func(ctx context.Context, cl cluster.Cluster) error {
-			stuck = runner.Converge(ctx, cl, checkConverge)
+			stuck = runner.Converge(ctx, cl, cmp.Or(c.converge, checkConverge))
 			return nil
 		}})
 	var rep *runner.Repetition
@@ -199,6 +202,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	from := fs.Uint64("from", 1, "first seed (a failure prints its seed: --from S --seeds 1 replays it, here or in sim check)")
 	out := fs.String("out", filepath.Join("results", "check"), "where each seed's run directory goes (seed-S), and results.csv")
 	shrink := fs.Bool("shrink", false, "for a failing seed, remove faults while the failure stays, and print the smallest schedule")
+	converge := fs.Duration("converge", checkConverge, "how long after the load every server has to run, serve and reach the same zxid")
 	faultsFile := fs.String("faults", "", "run this schedule (a faults.json a check wrote) instead of each seed's")
 	sets := overrideFlags(fs)
 	user := args // for the replay commands
@@ -267,7 +271,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signalContext()
 	defer stop()
-	c := &checker{sp: sp, out: *out}
+	c := &checker{sp: sp, out: *out, converge: *converge}
 	line := progress.New(stdout)
 	t0 := time.Now()
 	var runs []checkRun
