@@ -4,13 +4,17 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/storage"
+	"github.com/polebench/polebench/topology"
 )
 
 // The broken replicas, for these tests only.
@@ -100,4 +104,61 @@ func shows(variant string, fs []nemesis.Fault, n int) bool {
 		}
 	}
 	return false
+}
+
+// faultGroups pairs every fault with what undoes it, so a shrink keeps schedules
+// playable.
+func TestFaultGroups(t *testing.T) {
+	fs := []nemesis.Fault{
+		{Kind: nemesis.Kill, Server: 1}, {Kind: nemesis.Pause, Server: 2}, {Kind: nemesis.Partition},
+		{Kind: nemesis.Restart, Server: 1}, {Kind: nemesis.SlowDisk, Server: 3, Delay: 1}, {Kind: nemesis.Resume, Server: 2},
+		{Kind: nemesis.Heal}, {Kind: nemesis.SlowDisk, Server: 3}, {Kind: nemesis.TornTail, Server: 1}, {Kind: nemesis.Restart, Server: 1},
+	}
+	got := faultGroups(fs)
+	want := [][]int{{0, 3}, {1, 5}, {2, 6}, {4, 7}, {8, 9}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("groups %v, want %v", got, want)
+	}
+	// Every random schedule splits into groups that cover it once.
+	topo := checkSpecTopo(t)
+	for seed := uint64(1); seed <= 200; seed++ {
+		fs := sim.RandomFaults(topo, seed, 10*time.Second)
+		seen := map[int]bool{}
+		for _, g := range faultGroups(fs) {
+			for _, i := range g {
+				if seen[i] {
+					t.Fatalf("seed %d: fault %d in two groups", seed, i)
+				}
+				seen[i] = true
+			}
+		}
+		if len(seen) != len(fs) {
+			t.Fatalf("seed %d: groups cover %d of %d faults", seed, len(seen), len(fs))
+		}
+	}
+}
+
+func checkSpecTopo(t *testing.T) *topology.Topology {
+	t.Helper()
+	topo, err := checkSpec(t).Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+func TestSimReplay(t *testing.T) {
+	got := simReplay([]string{"three-dc-dep1", "--backend", "netns", "--seeds=50", "--duration", "15s", "--shrink", "--out", "x", "--rate=300"})
+	if want := "three-dc-dep1 --duration 15s --rate=300"; got != want {
+		t.Errorf("simReplay = %q, want %q", got, want)
+	}
+}
+
+func TestCheckUsage(t *testing.T) {
+	if code, _, errs := runCLI("check", "--backend", "sim"); code == 0 || !strings.Contains(errs, "sim check") {
+		t.Errorf("check --backend sim: exit %d, %q", code, errs)
+	}
+	if code, _, errs := runCLI("check", "--seeds", "0"); code == 0 || !strings.Contains(errs, "--seeds 0") {
+		t.Errorf("check --seeds 0: exit %d, %q", code, errs)
+	}
 }
