@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/storage"
@@ -75,6 +76,13 @@ func TestCheckCatchesBroken(t *testing.T) {
 					continue
 				}
 				t.Logf("caught at seed %d in %v (%v): %v", seed, r.took, fs, r.detail)
+				if variant == "trust-tail" { // the shrink keeps the failure with fewer faults
+					small := c.shrink(context.Background(), r, progress.NewPlain(testWriter{t}))
+					if small.verdict != verdictUnsafe || len(small.faults) >= len(fs) {
+						t.Errorf("shrunk to %s with %d of %d faults", small.verdict, len(small.faults), len(fs))
+					}
+					t.Logf("shrunk to %v", small.faults)
+				}
 				c.broken = ""
 				if r := c.run(context.Background(), seed, fs, filepath.Join(out, "sound")); r.verdict != verdictOK {
 					t.Fatalf("seed %d fails without the break too: %s %v", seed, r.verdict, r.detail)
@@ -162,3 +170,7 @@ func TestCheckUsage(t *testing.T) {
 		t.Errorf("check --seeds 0: exit %d, %q", code, errs)
 	}
 }
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimRight(string(p), "\n")); return len(p), nil }
