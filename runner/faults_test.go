@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/cluster/zookeeper"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
@@ -94,5 +95,50 @@ func faultsOn(t *testing.T, backend string) {
 		if !seen[k] {
 			t.Errorf("no %s in the timeline", k)
 		}
+	}
+}
+
+// TestZooKeeperPause: a ZooKeeper server is a JVM of this host, paused by SIGSTOP and
+// resumed by SIGCONT; the run loses no acknowledged write.
+func TestZooKeeperPause(t *testing.T) {
+	if err := zookeeper.Available(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("real ZooKeeper needed under CI: %v", err)
+		}
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("a 24 s run; -short skips it")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "pause.yaml")
+	b, err := spec.Shipped("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, "faults:\n  - {at: 4s, pause: 5}\n  - {at: 8s, resume: 5}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = s.With(spec.Setting{Name: "duration", Value: "16s"}, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "flavor", Value: "zookeeper"},
+		spec.Setting{Name: "repetitions", Value: "1"}, spec.Setting{Name: "warmup", Value: "1s"}, spec.Setting{Name: "rate", Value: "100"}); err != nil {
+		t.Fatal(err)
+	}
+	sum, dir := runSpec(t, s)
+	_ = sum
+	var pauses int
+	for _, e := range runEvents(t, dir) {
+		if e.Source == analysis.SourceHarness && (e.Kind == event.Pause || e.Kind == event.Resume) {
+			if e.Error != "" {
+				t.Errorf("%s: %s", e.Kind, e.Error)
+			}
+			pauses++
+		}
+	}
+	if pauses != 2 {
+		t.Errorf("%d pauses and resumes recorded, want 2", pauses)
 	}
 }

@@ -543,8 +543,8 @@ func (s *Spec) checkFlavor() error {
 		return s.errf("outdate", "%s: an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do", zk)
 	}
 	for i, f := range s.Faults {
-		if f.Kill == 0 && f.Restart == 0 {
-			return s.errf(index("faults", i), "%s: only kill and restart faults (partitions are cut by the replicas themselves, and pauses and disk faults are poled's, which ZooKeeper cannot do)", zk)
+		if f.Kill == 0 && f.Restart == 0 && f.Pause == 0 && f.Resume == 0 {
+			return s.errf(index("faults", i), "%s: only kill, restart, pause and resume faults (partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do)", zk)
 		}
 	}
 	return nil
