@@ -277,7 +277,12 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	var runs []checkRun
 	counts := map[string]int{}
 	replay := strings.Join(user, " ")
+	errorsInARow := 0
 	for i := range *seeds {
+		if errorsInARow == 3 {
+			line.Note("3 seeds in a row could not run: stopping (the last error is above)")
+			break
+		}
 		seed := *from + uint64(i)
 		faults := schedule(seed)
 		dir := filepath.Join(*out, fmt.Sprintf("seed-%d", seed))
@@ -296,6 +301,11 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		writeFaults(dir, faults)
 		runs = append(runs, r)
 		counts[r.verdict]++
+		if r.verdict == verdictError {
+			errorsInARow++
+		} else {
+			errorsInARow = 0
+		}
 		csvw.Write([]string{strconv.FormatUint(seed, 10), r.verdict, strconv.Itoa(len(faults)), kinds(faults),
 			strconv.FormatInt(r.ok, 10), strconv.FormatInt(r.failed, 10), strconv.FormatInt(r.unknown, 10), strconv.Itoa(r.lost), r.lin,
 			strconv.FormatFloat(r.took.Seconds(), 'f', 1, 64), errText(r.detail), dir})
