@@ -743,7 +743,7 @@ func (p *pinnedHost) Next() (string, bool) {
 	if p.fails == 1 {
 		return p.addr, false
 	}
-	if p.gone != nil && p.gone() { // the read-back's sessions have none: they redial
+	if p.gone() {
 		return p.addr, true
 	}
 	time.Sleep(reconnectEvery)
