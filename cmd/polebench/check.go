@@ -96,6 +96,9 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 		rep = &res.Runs[0]
 	}
 	switch {
+	case (rep == nil || rep.Verification == nil) && stuck != nil:
+		// A server that never served again could not be read back either.
+		r.verdict, r.detail = verdictStuck, errors.Join(stuck, err)
 	case rep == nil || rep.Verification == nil:
 		r.verdict, r.detail = verdictError, cmpOr(err, errors.New("no verification"))
 	default:
