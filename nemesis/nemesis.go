@@ -234,10 +234,11 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 		case Restart:
 			e.Err = target.Restart(ctx, f.Server)
 		case Partition, Isolate, Outdate:
-			if e.Err = links(f, true); e.Err == nil {
-				for _, p := range f.Pairs {
-					cut[p] = f.BroadcastOnly
-				}
+			// Recorded even when some end failed: the others are cut, and the heal
+			// must restore them.
+			e.Err = links(f, true)
+			for _, p := range f.Pairs {
+				cut[p] = f.BroadcastOnly
 			}
 		case IsolateLeader:
 			l, ok := target.(Leaders)
@@ -253,10 +254,9 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 				e.Err = errors.New("isolate-leader: no one leads")
 			default:
 				e.Server, e.Pairs = id, Isolating(id, servers(target))
-				if e.Err = links(e.Fault, true); e.Err == nil {
-					for _, p := range e.Pairs {
-						cut[p] = false
-					}
+				e.Err = links(e.Fault, true)
+				for _, p := range e.Pairs {
+					cut[p] = false
 				}
 			}
 		case OneWay:
@@ -265,10 +265,9 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 				e.Err = Unsupported{f.Kind}
 				break
 			}
-			if e.Err = o.CutOneWay(ctx, f.Pairs, true); e.Err == nil {
-				for _, p := range f.Pairs {
-					oneWay[p] = true
-				}
+			e.Err = o.CutOneWay(ctx, f.Pairs, true)
+			for _, p := range f.Pairs {
+				oneWay[p] = true
 			}
 		case Pause, Resume:
 			p, ok := target.(Pauser)

@@ -159,3 +159,30 @@ func TestPlayEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// failingCut cuts, but reports an error (an end that did not answer).
+type failingCut struct{ full }
+
+func (f *failingCut) SetLinks(ctx context.Context, pairs [][2]int, cut, b bool) error {
+	f.full.SetLinks(ctx, pairs, cut, b)
+	if cut {
+		return errors.New("p1: no answer")
+	}
+	return nil
+}
+
+// A cut that failed at some end is healed all the same: the other ends are cut.
+func TestHealAfterFailedCut(t *testing.T) {
+	clock := &fakeClock{}
+	tg := &failingCut{full{recorder: recorder{clock: clock}}}
+	done := Play(t.Context(), clock, tg, []Fault{
+		{At: 1, Kind: Partition, Pairs: [][2]int{{1, 2}}},
+		{At: 2, Kind: Heal},
+	}, Observer{})
+	if done[0].Err == nil || done[1].Err != nil {
+		t.Fatalf("executed %+v", done)
+	}
+	if want := []string{"links [[1 2]] true", "links [[1 2]] false"}; !slices.Equal(tg.recorder.log, want) {
+		t.Errorf("target saw %q, want %q", tg.recorder.log, want)
+	}
+}

@@ -44,9 +44,10 @@ func (t *target) CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error 
 		if !t.Alive(s.ID) {
 			continue
 		}
-		for dir, peers := range map[string][]int{"out": out[s.ID], "in": in[s.ID]} {
+		for _, dir := range []string{"out", "in"} {
+			peers := map[string][]int{"out": out[s.ID], "in": in[s.ID]}[dir]
 			if len(peers) > 0 {
-				errs = append(errs, cluster.SetCut(ctx, s, replica.Cut{Peers: peers, Cut: cut, Direction: dir}))
+				errs = append(errs, t.setCut(ctx, s, replica.Cut{Peers: peers, Cut: cut, Direction: dir}))
 			}
 		}
 	}
@@ -82,18 +83,58 @@ func (t *target) signal(id int, sig syscall.Signal) error {
 	return syscall.Kill(pid, sig)
 }
 
-func (t *target) Pause(ctx context.Context, id int) error {
-	if p, ok := t.Cluster.(cluster.Pauser); ok {
-		return p.Pause(ctx, id)
+// setCut applies c at s now, or, while s is paused, at its resume.
+func (t *target) setCut(ctx context.Context, s cluster.Server, c replica.Cut) error {
+	t.mu.Lock()
+	if t.paused[s.ID] {
+		t.pending[s.ID] = append(t.pending[s.ID], c)
+		t.mu.Unlock()
+		return nil
 	}
-	return t.signal(id, syscall.SIGSTOP)
+	t.mu.Unlock()
+	return cluster.SetCut(ctx, s, c)
 }
 
-func (t *target) Resume(ctx context.Context, id int) error {
+func (t *target) Pause(ctx context.Context, id int) error {
+	var err error
 	if p, ok := t.Cluster.(cluster.Pauser); ok {
-		return p.Resume(ctx, id)
+		err = p.Pause(ctx, id)
+	} else {
+		err = t.signal(id, syscall.SIGSTOP)
 	}
-	return t.signal(id, syscall.SIGCONT)
+	if err == nil {
+		t.mu.Lock()
+		t.paused[id] = true
+		t.mu.Unlock()
+	}
+	return err
+}
+
+// Resume lets id run again and applies the cuts and restores it missed meanwhile.
+func (t *target) Resume(ctx context.Context, id int) error {
+	var err error
+	if p, ok := t.Cluster.(cluster.Pauser); ok {
+		err = p.Resume(ctx, id)
+	} else {
+		err = t.signal(id, syscall.SIGCONT)
+	}
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	delete(t.paused, id)
+	pending := t.pending[id]
+	delete(t.pending, id)
+	t.mu.Unlock()
+	s, err := t.server(id)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range pending {
+		errs = append(errs, cluster.SetCut(ctx, s, c))
+	}
+	return errors.Join(errs...)
 }
 
 func (t *target) KillLosing(ctx context.Context, id int, tear bool) error {
@@ -234,4 +275,19 @@ func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) err
 		case <-tick.C:
 		}
 	}
+}
+
+// Kill kills id; a paused one is no longer paused (a container is unpaused first:
+// the engine does not kill a paused one), and what waited for its resume is dropped:
+// its next life starts with no cut of its own.
+func (t *target) Kill(ctx context.Context, id int) error {
+	t.mu.Lock()
+	paused := t.paused[id]
+	delete(t.paused, id)
+	delete(t.pending, id)
+	t.mu.Unlock()
+	if p, ok := t.Cluster.(cluster.Pauser); ok && paused {
+		p.Resume(ctx, id)
+	}
+	return t.Cluster.Kill(ctx, id)
 }

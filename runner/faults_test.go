@@ -18,6 +18,8 @@ import (
 // everyFault is a spec with every fault a real poled cluster carries.
 const everyFault = `faults:
   - {at: 3s, pause: 3}
+  - {at: 3500ms, partition: [[1, 3], [2, 4, 5]]}
+  - {at: 4500ms, heal: true}
   - {at: 5s, resume: 3}
   - {at: 6s, isolate: leader}
   - {at: 9s, heal: true}

@@ -92,10 +92,14 @@ type target struct {
 	cluster.Cluster
 	mu   sync.Mutex
 	slow map[int]time.Duration // slow disks, applied again after a restart
+	// Paused servers (SIGSTOP, docker pause) answer no admin request: what the
+	// nemesis cuts or restores at them waits for their resume.
+	paused  map[int]bool
+	pending map[int][]replica.Cut
 }
 
 func newTarget(cl cluster.Cluster) *target {
-	return &target{Cluster: cl, slow: map[int]time.Duration{}}
+	return &target{Cluster: cl, slow: map[int]time.Duration{}, paused: map[int]bool{}, pending: map[int][]replica.Cut{}}
 }
 
 type kernelCutter interface {
@@ -116,7 +120,7 @@ func (t *target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnl
 		if len(peers[s.ID]) == 0 || !t.Alive(s.ID) {
 			continue
 		}
-		errs = append(errs, cluster.SetCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
+		errs = append(errs, t.setCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
 	}
 	// Where the kernel emulates the links, a partition is also a drop on netem's
 	// classes (a broadcast-only cut cannot be told apart by address, so it stays the
