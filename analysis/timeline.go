@@ -55,6 +55,12 @@ func FaultRecord(e nemesis.Executed) Record {
 		kind = event.Partition
 	case e.Restores():
 		kind = event.Heal
+	case e.Kind == nemesis.Pause:
+		kind = event.Pause
+	case e.Kind == nemesis.Resume:
+		kind = event.Resume
+	case e.Kind == nemesis.SlowDisk:
+		kind = event.SlowDisk
 	}
 	r := HarnessRecord(e.Issued, kind, e.Server, e.Err)
 	r.Fault = e.Kind

@@ -87,6 +87,21 @@ type Pids interface {
 	Pid(id int) int
 }
 
+// Pauser is a cluster that can freeze a server and let it run again, alive but
+// silent meanwhile (the local backend's frozen loop, docker pause). A cluster with
+// Pids but no Pauser is paused by SIGSTOP and SIGCONT.
+type Pauser interface {
+	Pause(ctx context.Context, id int) error
+	Resume(ctx context.Context, id int) error
+}
+
+// DataDirs is a cluster whose servers keep their data directories on this host, where
+// the nemesis can reach a stopped server's files (to lose what its log had not
+// synced, or tear its tail: storage.LoseUnsynced).
+type DataDirs interface {
+	DataDir(id int) string
+}
+
 // Flavors of replica.
 const (
 	Poled     = backend.FlavorPoled

@@ -189,25 +189,30 @@ func WaitServing(ctx context.Context, servers []Server, alive func(int) bool) er
 	}
 }
 
+// SetDisk slows server s's log syncs (POST /disk; 0 restores them).
+func SetDisk(ctx context.Context, s Server, d replica.Disk) error { return post(ctx, s, "disk", d) }
+
 // SetCut cuts (or restores) server s's peer channels to the given peers, through its
 // admin port: the replica drops the messages itself, whatever emulates its links.
-func SetCut(ctx context.Context, s Server, c replica.Cut) error {
+func SetCut(ctx context.Context, s Server, c replica.Cut) error { return post(ctx, s, "cut", c) }
+
+func post(ctx context.Context, s Server, what string, c any) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Admin+"/cut", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Admin+"/"+what, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("p%d: cut: %w", s.ID, err)
+		return fmt.Errorf("p%d: %s: %w", s.ID, what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("p%d: cut: %s: %s", s.ID, resp.Status, bytes.TrimSpace(msg))
+		return fmt.Errorf("p%d: %s: %s: %s", s.ID, what, resp.Status, bytes.TrimSpace(msg))
 	}
 	return nil
 }

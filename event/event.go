@@ -36,6 +36,9 @@ const (
 	Serving    Kind = "SERVING"     // a restarted server answers clients again
 	Partition  Kind = "PARTITION"   // links were cut (the fault field says which kind: partition, isolate, outdate)
 	Heal       Kind = "HEAL"        // cut links were restored (heal, or rejoin of an outdated server)
+	Pause      Kind = "PAUSE"       // a server was frozen (SIGSTOP, docker pause): alive, silent
+	Resume     Kind = "RESUME"      // a paused server runs again
+	SlowDisk   Kind = "SLOW_DISK"   // a server's log writes take longer (Fault says how much; 0 restores)
 	LinkChange Kind = "LINK_CHANGE" // a link schedule changed a server's egress links
 	LoadStart  Kind = "LOAD_START"
 	LoadEnd    Kind = "LOAD_END"

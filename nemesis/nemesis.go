@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -34,7 +35,31 @@ const (
 	// no leader can bring it up to date; Rejoin restores it (at the crash).
 	Outdate Kind = "outdate"
 	Rejoin  Kind = "rejoin"
+	// IsolateLeader cuts whoever leads at that instant from every other server (the
+	// target must say who: Leaders); the executed fault names it.
+	IsolateLeader Kind = "isolate-leader"
+	// OneWay cuts each pair (from, to) in one direction: what from sends to to is
+	// dropped, to's messages still reach from. Heal restores it.
+	OneWay Kind = "one-way"
+	// Pause freezes a server (SIGSTOP, docker pause, a frozen loop): alive, holding its
+	// connections, silent. Resume lets it run again.
+	Pause  Kind = "pause"
+	Resume Kind = "resume"
+	// LoseUnsynced kills a server and cuts its log back to what it last synced, as a
+	// power loss with a page cache does (Jepsen's lazyfs): fsync on, that loses only
+	// what no one was told is durable.
+	LoseUnsynced Kind = "lose-unsynced"
+	// TornTail is LoseUnsynced that also leaves a torn, garbled record at the end of the
+	// log: a restart must find it by its checksum and cut it off.
+	TornTail Kind = "torn-tail"
+	// SlowDisk makes Server's log writes take Delay longer (0 restores).
+	SlowDisk Kind = "slow-disk"
 )
+
+// Kinds lists every kind a schedule may hold.
+func Kinds() []Kind {
+	return []Kind{Crash, Kill, Restart, Partition, Isolate, Heal, Outdate, Rejoin, IsolateLeader, OneWay, Pause, Resume, LoseUnsynced, TornTail, SlowDisk}
+}
 
 // Fault is one scheduled fault.
 type Fault struct {
@@ -45,23 +70,42 @@ type Fault struct {
 	Pairs [][2]int
 	// BroadcastOnly: the broadcast channel alone (Outdate, Rejoin).
 	BroadcastOnly bool
+	// Shape is how a Partition was drawn (halves, one, majority, ring, bridge, dc:NAME),
+	// for the timeline and the schedule's text.
+	Shape string `json:",omitempty"`
+	// Delay is a SlowDisk's extra time per log write.
+	Delay time.Duration `json:",omitempty"`
 	// Source is the spec field that asked for it (crash_at, outdate[0].kill_at, ...).
 	Source string
 }
 
 // Stops says whether the fault takes its server down.
-func (f Fault) Stops() bool { return f.Kind == Crash || f.Kind == Kill }
+func (f Fault) Stops() bool {
+	return f.Kind == Crash || f.Kind == Kill || f.Kind == LoseUnsynced || f.Kind == TornTail
+}
 
 // Cuts says whether the fault cuts links; Restores whether it restores them.
-func (f Fault) Cuts() bool     { return f.Kind == Partition || f.Kind == Isolate || f.Kind == Outdate }
+func (f Fault) Cuts() bool {
+	switch f.Kind {
+	case Partition, Isolate, Outdate, IsolateLeader, OneWay:
+		return true
+	}
+	return false
+}
 func (f Fault) Restores() bool { return f.Kind == Heal || f.Kind == Rejoin }
 
 func (f Fault) String() string {
 	switch {
-	case f.Kind == Partition:
-		return fmt.Sprintf("partition %v at %v", f.Pairs, f.At)
+	case f.Kind == Partition && f.Shape != "":
+		return fmt.Sprintf("partition %s %v at %v", f.Shape, f.Pairs, f.At)
+	case f.Kind == Partition, f.Kind == OneWay:
+		return fmt.Sprintf("%s %v at %v", f.Kind, f.Pairs, f.At)
 	case f.Kind == Heal:
 		return fmt.Sprintf("heal at %v", f.At)
+	case f.Kind == IsolateLeader && f.Server == 0:
+		return fmt.Sprintf("isolate-leader at %v", f.At)
+	case f.Kind == SlowDisk:
+		return fmt.Sprintf("slow-disk p%d +%v at %v", f.Server, f.Delay, f.At)
 	}
 	return fmt.Sprintf("%s p%d at %v", f.Kind, f.Server, f.At)
 }
@@ -92,6 +136,35 @@ type Target interface {
 type Partitioner interface {
 	SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error
 }
+
+// Pauser is a Target that can freeze a server and let it run again.
+type Pauser interface {
+	Pause(ctx context.Context, id int) error
+	Resume(ctx context.Context, id int) error
+}
+
+// DiskFaulter is a Target whose servers' disks the nemesis reaches: a kill that loses
+// what the log had not synced (with a torn record after it, tear), and a slower log.
+type DiskFaulter interface {
+	KillLosing(ctx context.Context, id int, tear bool) error
+	SlowDisk(ctx context.Context, id int, delay time.Duration) error
+}
+
+// OneWayCutter is a Target that can cut links in one direction: (from, to) drops what
+// from sends to to.
+type OneWayCutter interface {
+	CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error
+}
+
+// Leaders is a Target that says who leads now (0: no one).
+type Leaders interface {
+	Leader(ctx context.Context) (int, error)
+}
+
+// Unsupported is the error of a fault the target cannot carry.
+type Unsupported struct{ Kind Kind }
+
+func (u Unsupported) Error() string { return fmt.Sprintf("%s: this cluster cannot do it", u.Kind) }
 
 // Clock is the run's clock: the time since the load started, and a wait until an
 // instant of it. Real runs use Wall; the simulator supplies virtual time.
@@ -139,6 +212,7 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 	var done []Executed
 	// What is cut now, so that Heal restores exactly that.
 	cut := map[[2]int]bool{} // pair -> broadcast only
+	oneWay := map[[2]int]bool{}
 	links := func(f Fault, on bool) error {
 		p, ok := target.(Partitioner)
 		if !ok {
@@ -160,10 +234,60 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 		case Restart:
 			e.Err = target.Restart(ctx, f.Server)
 		case Partition, Isolate, Outdate:
-			if e.Err = links(f, true); e.Err == nil {
-				for _, p := range f.Pairs {
-					cut[p] = f.BroadcastOnly
+			// Recorded even when some end failed: the others are cut, and the heal
+			// must restore them.
+			e.Err = links(f, true)
+			for _, p := range f.Pairs {
+				cut[p] = f.BroadcastOnly
+			}
+		case IsolateLeader:
+			l, ok := target.(Leaders)
+			if !ok {
+				e.Err = Unsupported{f.Kind}
+				break
+			}
+			id, err := l.Leader(ctx)
+			switch {
+			case err != nil:
+				e.Err = err
+			case id == 0:
+				e.Err = errors.New("isolate-leader: no one leads")
+			default:
+				e.Server, e.Pairs = id, Isolating(id, servers(target))
+				e.Err = links(e.Fault, true)
+				for _, p := range e.Pairs {
+					cut[p] = false
 				}
+			}
+		case OneWay:
+			o, ok := target.(OneWayCutter)
+			if !ok {
+				e.Err = Unsupported{f.Kind}
+				break
+			}
+			e.Err = o.CutOneWay(ctx, f.Pairs, true)
+			for _, p := range f.Pairs {
+				oneWay[p] = true
+			}
+		case Pause, Resume:
+			p, ok := target.(Pauser)
+			switch {
+			case !ok:
+				e.Err = Unsupported{f.Kind}
+			case f.Kind == Pause:
+				e.Err = p.Pause(ctx, f.Server)
+			default:
+				e.Err = p.Resume(ctx, f.Server)
+			}
+		case LoseUnsynced, TornTail, SlowDisk:
+			d, ok := target.(DiskFaulter)
+			switch {
+			case !ok:
+				e.Err = Unsupported{f.Kind}
+			case f.Kind == SlowDisk:
+				e.Err = d.SlowDisk(ctx, f.Server, f.Delay)
+			default:
+				e.Err = d.KillLosing(ctx, f.Server, f.Kind == TornTail)
 			}
 		case Rejoin:
 			if e.Err = links(f, false); e.Err == nil {
@@ -183,12 +307,17 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 					}
 				}
 				if len(pairs) > 0 {
-					slices.SortFunc(pairs, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+					slices.SortFunc(pairs, comparePairs)
 					errs = append(errs, links(Fault{Kind: Heal, Pairs: pairs, BroadcastOnly: only}, false))
 				}
 			}
+			if len(oneWay) > 0 {
+				pairs := slices.SortedFunc(maps.Keys(oneWay), comparePairs)
+				errs = append(errs, target.(OneWayCutter).CutOneWay(ctx, pairs, false))
+			}
 			if e.Err = errors.Join(errs...); e.Err == nil {
 				clear(cut)
+				clear(oneWay)
 			}
 		default:
 			e.Err = fmt.Errorf("unknown fault kind %q", f.Kind)
@@ -199,6 +328,19 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 		}
 	}
 	return done
+}
+
+func comparePairs(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }
+
+// Serverser is a Target that lists its servers' ids (Leaders' targets do, for the
+// isolation of the leader).
+type Serverser interface{ ServerIDs() []int }
+
+func servers(t Target) []int {
+	if s, ok := t.(Serverser); ok {
+		return s.ServerIDs()
+	}
+	return nil
 }
 
 // CrashAt is when the initial leader's crash was issued, and whether it happened.

@@ -47,18 +47,28 @@ type Cut struct {
 	Peers         []int `json:"peers"`
 	Cut           bool  `json:"cut"`
 	BroadcastOnly bool  `json:"broadcast_only,omitempty"`
+	// Direction cuts one way only: "out" drops what this server sends to the peers,
+	// "in" refuses what they send it; "" cuts both.
+	Direction string `json:"direction,omitempty"`
 }
 
 // Cut applies c to this node's peer channels: messages to and from the peers are
 // dropped, as a network partition drops them.
 func (n *Node) Cut(c Cut) {
 	for _, p := range c.Peers {
+		if c.Direction != "" {
+			n.peer.CutOneWay(p, c.Direction == "out", c.Cut)
+			if !c.BroadcastOnly {
+				n.election.CutOneWay(p, c.Direction == "out", c.Cut)
+			}
+			continue
+		}
 		n.peer.Cut(p, c.Cut)
 		if !c.BroadcastOnly {
 			n.election.Cut(p, c.Cut)
 		}
 	}
-	n.log.Info("links cut", "peers", c.Peers, "cut", c.Cut, "broadcast_only", c.BroadcastOnly)
+	n.log.Info("links cut", "peers", c.Peers, "cut", c.Cut, "broadcast_only", c.BroadcastOnly, "direction", c.Direction)
 }
 
 // MeterHiccups has GET /hiccups serve m's report: the process's hiccup meter, which
@@ -112,6 +122,10 @@ func (n *Node) adminHandler() http.Handler {
 			http.Error(w, "cut: "+err.Error(), http.StatusBadRequest)
 			return
 		}
+		if c.Direction != "" && c.Direction != "in" && c.Direction != "out" {
+			http.Error(w, fmt.Sprintf("cut: direction %q: want in, out or none", c.Direction), http.StatusBadRequest)
+			return
+		}
 		for _, p := range c.Peers {
 			if p == n.cfg.ID || !slices.ContainsFunc(n.cfg.Servers, func(s Peer) bool { return s.ID == p }) {
 				http.Error(w, fmt.Sprintf("cut: p%d is not a peer of p%d", p, n.cfg.ID), http.StatusBadRequest)
@@ -121,6 +135,7 @@ func (n *Node) adminHandler() http.Handler {
 		n.Cut(c)
 		reply(w, c)
 	})
+	mux.HandleFunc("POST /disk", n.handleDisk)
 	// Go's profiler, to see where a replica's time goes under a run's load.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

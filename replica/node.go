@@ -57,6 +57,9 @@ type Node struct {
 	// loopMu is held by run while it drains the cores, except during writes to disk:
 	// Stop takes it, so a kill lands between two Readies' sends, never within one.
 	loopMu sync.Mutex
+	// pauseMu guards paused: Pause holds loopMu until Resume (or Stop takes it over).
+	pauseMu sync.Mutex
+	paused  bool
 
 	// How the links are emulated; kernel is set when this server installs them itself.
 	links  atomic.Pointer[LinkStatus]
@@ -329,7 +332,13 @@ func (n *Node) startServers() error {
 // sockets (transport.Die). Without that, which of a dying leader's last proposals
 // reached which follower was decided by its goroutines' scheduling (docs/crash.md).
 func (n *Node) Stop() {
-	n.loopMu.Lock()
+	n.pauseMu.Lock()
+	if n.paused { // a paused node's loop is held already: the kill takes it over
+		n.paused = false
+	} else {
+		n.loopMu.Lock()
+	}
+	n.pauseMu.Unlock()
 	at := netem.Now()
 	for _, t := range []*transport.Transport{n.election, n.peer} {
 		if t != nil {

@@ -90,6 +90,16 @@ func (n *nodeEvents) all() map[int][]event.Event {
 // by the replicas themselves through their admin ports (whatever emulates the links).
 type target struct {
 	cluster.Cluster
+	mu   sync.Mutex
+	slow map[int]time.Duration // slow disks, applied again after a restart
+	// Paused servers (SIGSTOP, docker pause) answer no admin request: what the
+	// nemesis cuts or restores at them waits for their resume.
+	paused  map[int]bool
+	pending map[int][]replica.Cut
+}
+
+func newTarget(cl cluster.Cluster) *target {
+	return &target{Cluster: cl, slow: map[int]time.Duration{}, paused: map[int]bool{}, pending: map[int][]replica.Cut{}}
 }
 
 type kernelCutter interface {
@@ -99,7 +109,7 @@ type kernelCutter interface {
 // SetLinks cuts or restores every pair's links at both ends that are alive: one live
 // end suffices to stop both directions, and a server restarted meanwhile is still cut
 // by its peers.
-func (t target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error {
+func (t *target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error {
 	peers := map[int][]int{}
 	for _, p := range pairs {
 		peers[p[0]] = append(peers[p[0]], p[1])
@@ -110,7 +120,7 @@ func (t target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly
 		if len(peers[s.ID]) == 0 || !t.Alive(s.ID) {
 			continue
 		}
-		errs = append(errs, cluster.SetCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
+		errs = append(errs, t.setCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
 	}
 	// Where the kernel emulates the links, a partition is also a drop on netem's
 	// classes (a broadcast-only cut cannot be told apart by address, so it stays the

@@ -49,6 +49,15 @@ type Options struct {
 	// (0: zookeeper.WarmUp, so its JIT has compiled the write path; negative:
 	// none, for a run that checks correctness only).
 	ZooKeeperWarmUp time.Duration
+	// Faults, if set, replace the spec's schedule in every repetition (a check's
+	// random one: sim.RandomFaults).
+	Faults []nemesis.Fault
+	// Fsync runs poled with fsync on: what it acknowledged is durable, so the nemesis
+	// can lose the rest (nemesis.LoseUnsynced).
+	Fsync bool
+	// AfterLoad, if set, is called on a real cluster once the load and the faults are
+	// over and before the read-back (a check's convergence); its error is the run's.
+	AfterLoad func(ctx context.Context, cl cluster.Cluster) error
 }
 
 // Repetition is one analysed run of the spec.
@@ -131,6 +140,9 @@ func (r *repetitionRun) run(ctx context.Context) (*Repetition, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.o.Faults != nil {
+		t.Faults = r.o.Faults
+	}
 	st, err := trial.Create(r.dir, t)
 	if err != nil {
 		return nil, err
@@ -172,11 +184,19 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	r.status("starting %s cluster (%d servers)", sp.Backend, t.Topology.N())
 	// The label marks what the backend creates, for `polebench cluster down LABEL`.
 	label := fmt.Sprintf("r%07d", time.Now().UnixNano()/1000%1e7)
-	cl, err := cluster.New(ctx, sp.Backend, t.Cluster(st.Path("data"), label, r.log, r.o.ZooKeeperWarmUp))
+	opts := t.Cluster(st.Path("data"), label, r.log, r.o.ZooKeeperWarmUp)
+	opts.Fsync = r.o.Fsync
+	cl, err := cluster.New(ctx, sp.Backend, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
 	defer r.teardown(ctx, cl)
+	tg := newTarget(cl)
+	for _, f := range t.Faults {
+		if err := tg.supports(f.Kind); err != nil {
+			return nil, fmt.Errorf("%s (%s backend, flavor %s): %w", f.Source, sp.Backend, sp.Flavor, err)
+		}
+	}
 	r.host = startHostMeter(ctx, cl)
 	defer r.host.stop()
 	servers := cl.Servers()
@@ -210,7 +230,7 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
-		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, target{cl}, t.Faults, r.observer(cl, w, servers))
+		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, tg, t.Faults, r.observer(cl, w, servers))
 	}()
 	schedDone := make(chan struct{})
 	go func() {
@@ -256,6 +276,10 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	r.nodes.collect(actx, cl)
 	r.host.collect(actx, cl)
 	r.traces.collect(actx, servers, cl.Alive)
+	var afterErr error
+	if r.o.AfterLoad != nil {
+		afterErr = r.o.AfterLoad(actx, cl)
+	}
 	marks, lost := r.traces.result()
 	if lost > 0 {
 		r.log.Warn("trace marks overwritten before they were read", "lost", lost)
@@ -272,6 +296,9 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	}
 	if verr != nil {
 		errs = append(errs, fmt.Errorf("verification: %w", verr))
+	}
+	if afterErr != nil {
+		errs = append(errs, afterErr)
 	}
 	return h, errors.Join(errs...)
 }

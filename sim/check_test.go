@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,12 +106,17 @@ func TestRandomFaults(t *testing.T) {
 	topo := config(t, "two-dc", time.Second, 0, 1).Topology
 	d := 10 * time.Second
 	outages := 0
+	seen := map[nemesis.Kind]int{}
 	for seed := uint64(1); seed <= 200; seed++ {
 		fs := RandomFaults(topo, seed, d)
 		kills := map[time.Duration]int{}
 		for _, f := range fs {
-			if f.Kind == nemesis.Kill {
+			if f.Stops() {
 				kills[f.At]++
+			}
+			seen[f.Kind]++
+			if f.Shape != "" {
+				seen[nemesis.Kind("shape "+strings.SplitN(f.Shape, ":", 2)[0])]++
 			}
 		}
 		for _, n := range kills {
@@ -122,7 +128,7 @@ func TestRandomFaults(t *testing.T) {
 		if !reflect.DeepEqual(fs, RandomFaults(topo, seed, d)) {
 			t.Fatalf("seed %d: two draws differ", seed)
 		}
-		down := map[int]bool{}
+		down, paused, slow := map[int]bool{}, map[int]bool{}, map[int]bool{}
 		cut := false
 		for i, f := range fs {
 			if i > 0 && f.At < fs[i-1].At {
@@ -132,7 +138,10 @@ func TestRandomFaults(t *testing.T) {
 				t.Fatalf("seed %d: %v outside [1s, %v]", seed, f, d-2*time.Second)
 			}
 			switch f.Kind {
-			case nemesis.Kill:
+			case nemesis.Kill, nemesis.LoseUnsynced, nemesis.TornTail:
+				if paused[f.Server] {
+					t.Fatalf("seed %d: kills a paused p%d: %v", seed, f.Server, fs)
+				}
 				if down[f.Server] {
 					t.Fatalf("seed %d: kills p%d twice: %v", seed, f.Server, fs)
 				}
@@ -142,10 +151,27 @@ func TestRandomFaults(t *testing.T) {
 					t.Fatalf("seed %d: restarts a running p%d: %v", seed, f.Server, fs)
 				}
 				down[f.Server] = false
-			case nemesis.Partition:
+			case nemesis.Partition, nemesis.OneWay, nemesis.IsolateLeader:
 				cut = true
 			case nemesis.Heal:
 				cut = false
+			case nemesis.Pause:
+				if down[f.Server] || paused[f.Server] {
+					t.Fatalf("seed %d: pauses a stopped p%d: %v", seed, f.Server, fs)
+				}
+				paused[f.Server] = true
+			case nemesis.Resume:
+				if !paused[f.Server] {
+					t.Fatalf("seed %d: resumes a running p%d: %v", seed, f.Server, fs)
+				}
+				paused[f.Server] = false
+			case nemesis.SlowDisk:
+				slow[f.Server] = f.Delay > 0
+			}
+		}
+		for _, id := range topo.Servers() {
+			if paused[id] || slow[id] {
+				t.Fatalf("seed %d: p%d still paused or slow at the end: %v", seed, id, fs)
 			}
 		}
 		for id, dn := range down {
@@ -155,6 +181,12 @@ func TestRandomFaults(t *testing.T) {
 		}
 		if cut {
 			t.Fatalf("seed %d: a partition is never healed: %v", seed, fs)
+		}
+	}
+	for _, k := range []nemesis.Kind{nemesis.Kill, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.Partition, nemesis.OneWay,
+		nemesis.IsolateLeader, nemesis.Pause, nemesis.SlowDisk, "shape halves", "shape one", "shape majority", "shape ring", "shape bridge", "shape dc"} {
+		if seen[k] == 0 {
+			t.Errorf("200 schedules hold no %s: %v", k, seen)
 		}
 	}
 	if outages < 60 || outages > 140 {

@@ -53,6 +53,10 @@ type server struct {
 	serving      bool // as last seen
 	harnessDown  bool // the harness marked it down (the workload's ServerDown)
 	awaitServing bool // restarted: record SERVING when it serves again
+
+	// The nemesis's (faults.go): paused until then (0 when running), and the extra ns
+	// per log write of a slow disk.
+	pausedUntil, slowDisk int64
 }
 
 func newServer(s *Sim, id int) (*server, error) {
@@ -103,6 +107,10 @@ func (v *server) boot() error {
 		if !v.alive(inc) {
 			return
 		}
+		if v.pausedUntil > s.now { // frozen: no timer fires
+			s.at(v.pausedUntil, loop)
+			return
+		}
 		v.d.Tick(time.Duration(s.now))
 		v.drain()
 		s.after(tick, loop)
@@ -120,7 +128,7 @@ func (v *server) alive(inc int) bool { return v.up && v.inc == inc }
 func (v *server) kill() {
 	s := v.s
 	v.events = append(v.events, v.timeline.Events()...)
-	v.up, v.d = false, nil
+	v.up, v.d, v.pausedUntil = false, nil, 0
 	dead := v.inc
 	v.inc++
 	v.diedAt = s.now
@@ -423,7 +431,7 @@ func (io *serverIO) Persist(ops []zab.Op) (*datatree.Tree, error) {
 	start := max(s.now, io.busy)
 	done := start
 	if len(ops) > 0 {
-		done += int64(s.cfg.DiskLatency)
+		done += int64(s.cfg.DiskLatency) + io.slowDisk
 	}
 	for _, op := range ops {
 		if c, ok := op.(*zab.SnapshotChunk); ok {

@@ -3,6 +3,7 @@ package spec
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,8 +57,10 @@ func arrivalNames() string {
 }
 
 // Fault is one entry of faults: at a time from the start of the run, a kill or a
-// restart of a server, a partition into groups, the isolation of a server, or the heal
-// of every partition so far. Exactly one is set.
+// restart of a server, a partition into groups or in a shape, the isolation of a
+// server (of the leader at that instant, of a data center), a one-way cut, the heal of
+// every cut so far, a pause or resume of a server, a kill that loses the server's
+// unsynced writes (and tears its log's tail), or a slow disk. Exactly one is set.
 type Fault struct {
 	At        time.Duration
 	Kill      int     // server id, or 0
@@ -65,6 +68,24 @@ type Fault struct {
 	Partition [][]int // groups of servers that cannot reach each other
 	Isolate   int     // server id cut from every other server, or 0
 	Heal      bool
+
+	// Shape is a partition by shape (nemesis.Shapes: halves, one, majority, ring,
+	// bridge), drawn from the entry's index, so a spec always cuts the same links.
+	Shape         string    `json:",omitempty"`
+	IsolateLeader bool      `json:",omitempty"` // isolate: leader
+	IsolateDC     string    `json:",omitempty"` // a data center cut from the rest
+	OneWay        [][]int   `json:",omitempty"` // [from, to]: what from sends to to is dropped
+	Pause         int       `json:",omitempty"`
+	Resume        int       `json:",omitempty"`
+	LoseUnsynced  int       `json:",omitempty"`
+	TornTail      int       `json:",omitempty"`
+	SlowDisk      *SlowDisk `json:",omitempty"`
+}
+
+// SlowDisk makes Server's log writes take Delay longer (0: back to normal).
+type SlowDisk struct {
+	Server int
+	Delay  time.Duration
 }
 
 func (f Fault) String() string {
@@ -77,6 +98,24 @@ func (f Fault) String() string {
 		return fmt.Sprintf("partition %v at %v", f.Partition, f.At)
 	case f.Isolate != 0:
 		return fmt.Sprintf("isolate %s at %v", topology.Name(f.Isolate), f.At)
+	case f.Shape != "":
+		return fmt.Sprintf("partition %s at %v", f.Shape, f.At)
+	case f.IsolateLeader:
+		return fmt.Sprintf("isolate the leader at %v", f.At)
+	case f.IsolateDC != "":
+		return fmt.Sprintf("isolate %s at %v", f.IsolateDC, f.At)
+	case f.OneWay != nil:
+		return fmt.Sprintf("one-way %v at %v", f.OneWay, f.At)
+	case f.Pause != 0:
+		return fmt.Sprintf("pause %s at %v", topology.Name(f.Pause), f.At)
+	case f.Resume != 0:
+		return fmt.Sprintf("resume %s at %v", topology.Name(f.Resume), f.At)
+	case f.LoseUnsynced != 0:
+		return fmt.Sprintf("lose-unsynced %s at %v", topology.Name(f.LoseUnsynced), f.At)
+	case f.TornTail != 0:
+		return fmt.Sprintf("torn-tail %s at %v", topology.Name(f.TornTail), f.At)
+	case f.SlowDisk != nil:
+		return fmt.Sprintf("slow-disk %s +%v at %v", topology.Name(f.SlowDisk.Server), f.SlowDisk.Delay, f.At)
 	}
 	return fmt.Sprintf("heal at %v", f.At)
 }
@@ -235,17 +274,46 @@ func decodeFaults(d *decoder, s *Spec) field {
 			})
 		}
 	}
+	var f Fault
+	// partition: groups, or a shape's name; isolate: a server id, or leader.
+	partition := func(n *yaml.Node, path string) error {
+		if resolve(n).Kind == yaml.ScalarNode {
+			return d.str(&f.Shape)(n, path)
+		}
+		return groups(&f.Partition)(n, path)
+	}
+	isolate := func(n *yaml.Node, path string) error {
+		if v, err := d.scalar(n, path); err == nil && v == "leader" {
+			f.IsolateLeader = true
+			return nil
+		}
+		return server(&f.Isolate)(n, path)
+	}
+	slow := func(n *yaml.Node, path string) error {
+		f.SlowDisk = &SlowDisk{}
+		return d.mapping(n, path, map[string]field{
+			"server": server(&f.SlowDisk.Server),
+			"delay":  d.duration(&f.SlowDisk.Delay),
+		}, "server", "delay")
+	}
 	return func(n *yaml.Node, path string) error {
 		s.Faults = nil
 		return d.list(n, path, func(_ int, e *yaml.Node, p string) error {
-			var f Fault
+			f = Fault{}
 			err := d.mapping(e, p, map[string]field{
-				"at":        d.duration(&f.At),
-				"kill":      server(&f.Kill),
-				"restart":   server(&f.Restart),
-				"isolate":   server(&f.Isolate),
-				"heal":      d.boolean(&f.Heal),
-				"partition": groups(&f.Partition),
+				"at":            d.duration(&f.At),
+				"kill":          server(&f.Kill),
+				"restart":       server(&f.Restart),
+				"isolate":       isolate,
+				"heal":          d.boolean(&f.Heal),
+				"partition":     partition,
+				"isolate_dc":    d.str(&f.IsolateDC),
+				"one_way":       groups(&f.OneWay),
+				"pause":         server(&f.Pause),
+				"resume":        server(&f.Resume),
+				"lose_unsynced": server(&f.LoseUnsynced),
+				"torn_tail":     server(&f.TornTail),
+				"slow_disk":     slow,
 			}, "at")
 			s.Faults = append(s.Faults, f)
 			return err
@@ -319,6 +387,10 @@ func (s *Spec) schedule() []nemesis.Fault {
 			ev = append(ev, nemesis.Fault{At: at, Kind: nemesis.Rejoin, Server: o.Server, Pairs: others(o.Server), BroadcastOnly: true, Source: "crash_at"})
 		}
 	}
+	ids := make([]int, s.N())
+	for i := range ids {
+		ids[i] = i + 1
+	}
 	for i, f := range s.Faults {
 		p := index("faults", i)
 		var nf nemesis.Fault
@@ -331,6 +403,41 @@ func (s *Spec) schedule() []nemesis.Fault {
 			nf = nemesis.Fault{Kind: nemesis.Partition, Pairs: nemesis.Pairs(f.Partition), Source: p + ".partition"}
 		case f.Isolate != 0:
 			nf = nemesis.Fault{Kind: nemesis.Isolate, Server: f.Isolate, Pairs: others(f.Isolate), Source: p + ".isolate"}
+		case f.Shape != "":
+			pairs, _ := nemesis.ShapePairs(f.Shape, ids, rand.New(rand.NewPCG(uint64(i), 0x5a4e))) // checked
+			nf = nemesis.Fault{Kind: nemesis.Partition, Pairs: pairs, Shape: f.Shape, Source: p + ".partition"}
+		case f.IsolateLeader:
+			nf = nemesis.Fault{Kind: nemesis.IsolateLeader, Source: p + ".isolate"}
+		case f.IsolateDC != "":
+			var in, out []int
+			for _, dc := range s.DataCenters {
+				if dc.Name == f.IsolateDC {
+					in = append(in, dc.Servers...)
+				} else {
+					out = append(out, dc.Servers...)
+				}
+			}
+			nf = nemesis.Fault{Kind: nemesis.Partition, Pairs: nemesis.Pairs([][]int{in, out}), Shape: nemesis.ShapeDC + ":" + f.IsolateDC, Source: p + ".isolate_dc"}
+		case f.OneWay != nil:
+			var pairs [][2]int
+			if len(f.OneWay) == 2 {
+				for _, a := range f.OneWay[0] {
+					for _, b := range f.OneWay[1] {
+						pairs = append(pairs, [2]int{a, b})
+					}
+				}
+			}
+			nf = nemesis.Fault{Kind: nemesis.OneWay, Pairs: pairs, Source: p + ".one_way"}
+		case f.Pause != 0:
+			nf = nemesis.Fault{Kind: nemesis.Pause, Server: f.Pause, Source: p + ".pause"}
+		case f.Resume != 0:
+			nf = nemesis.Fault{Kind: nemesis.Resume, Server: f.Resume, Source: p + ".resume"}
+		case f.LoseUnsynced != 0:
+			nf = nemesis.Fault{Kind: nemesis.LoseUnsynced, Server: f.LoseUnsynced, Source: p + ".lose_unsynced"}
+		case f.TornTail != 0:
+			nf = nemesis.Fault{Kind: nemesis.TornTail, Server: f.TornTail, Source: p + ".torn_tail"}
+		case f.SlowDisk != nil:
+			nf = nemesis.Fault{Kind: nemesis.SlowDisk, Server: f.SlowDisk.Server, Delay: f.SlowDisk.Delay, Source: p + ".slow_disk"}
 		default:
 			nf = nemesis.Fault{Kind: nemesis.Heal, Source: p + ".heal"}
 		}

@@ -148,8 +148,8 @@ func TestRunErrors(t *testing.T) {
 		// faults
 		{"60s", "faults:\n  - {at: 2m, kill: 3}", "x.yaml:10: faults[0].at: 2m0s is outside the run [0, 2m0s)"},
 		{"60s", "faults:\n  - {at: -1s, kill: 3}", "x.yaml:10: faults[0].at: -1s is outside the run [0, 2m0s)"},
-		{"60s", "faults:\n  - {at: 1s, kill: 3}\n  - {at: 2s, kill: 1, restart: 1}", "x.yaml:11: faults[1]: needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true"},
-		{"60s", "faults:\n  - at: 1s", "x.yaml:10: faults[0]: needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true"},
+		{"60s", "faults:\n  - {at: 1s, kill: 3}\n  - {at: 2s, kill: 1, restart: 1}", "x.yaml:11: faults[1]: needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
+		{"60s", "faults:\n  - at: 1s", "x.yaml:10: faults[0]: needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
 		{"60s", "faults:\n  - {kill: 1}", "x.yaml:10: faults[0].at: missing required field"},
 		{"60s", "faults:\n  - {at: 1s, kill: 2}\n  - {at: 2s, restart: 2}\n  - {at: 3s,\n     kill: 9}", "x.yaml:13: faults[2].kill: server 9 is not one of p1..p5"},
 		{"60s", "faults:\n  - {at: 1s, restart: 6}", "x.yaml:10: faults[0].restart: server 6 is not one of p1..p5"},
@@ -160,9 +160,23 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "faults:\n  - {at: 1s, partition: [[1], [7]]}", "x.yaml:10: faults[0].partition[1][0]: server 7 is not one of p1..p5"},
 		{"60s", "faults:\n  - {at: 1s, partition: [1, 2]}", "x.yaml:10: faults[0].partition[0]: expected a list, got \"1\""},
 		{"60s", "faults:\n  - {at: 1s, heal: yes}", `x.yaml:10: faults[0].heal: "yes" is not true or false`},
-		{"60s", "faults:\n  - {at: 1s, isolate: 2, heal: true}", "x.yaml:10: faults[0]: needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true"},
+		{"60s", "faults:\n  - {at: 1s, isolate: 2, heal: true}", "x.yaml:10: faults[0]: needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
 		{"60s", "faults:\n  - {at: 1s, kill: p1}", `x.yaml:10: faults[0].kill: "p1" is not an integer`},
 		{"60s", "faults: {at: 1s}", "x.yaml:9: faults: expected a list, got a mapping"},
+		// the faults of issue 29
+		{"60s", "faults:\n  - {at: 1s, partition: star}", `x.yaml:10: faults[0].partition: unknown shape "star" (known: halves, one, majority, ring, bridge; or groups of ids)`},
+		{"60s", "faults:\n  - {at: 1s, isolate: boss}", `x.yaml:10: faults[0].isolate: "boss" is not an integer`},
+		{"60s", "faults:\n  - {at: 1s, isolate_dc: D9}", `x.yaml:10: faults[0].isolate_dc: unknown data center "D9"`},
+		{"60s", "faults:\n  - {at: 1s, one_way: [[1]]}", "x.yaml:10: faults[0].one_way: want [[from ids], [to ids]], got 1 groups"},
+		{"60s", "faults:\n  - {at: 1s, one_way: [[1], [1, 2]]}", "x.yaml:10: faults[0].one_way[1][0]: p1 is already in group 0"},
+		{"60s", "faults:\n  - {at: 1s, pause: 6}", "x.yaml:10: faults[0].pause: server 6 is not one of p1..p5"},
+		{"60s", "faults:\n  - {at: 1s, torn_tail: 0}", "x.yaml:10: faults[0].torn_tail: 0 is not a server id (ids are 1..N)"},
+		{"60s", "faults:\n  - {at: 1s, slow_disk: {server: 2}}", "x.yaml:10: faults[0].slow_disk.delay: missing required field"},
+		{"60s", "faults:\n  - {at: 1s, slow_disk: {server: 2, delay: -1ms}}", "x.yaml:10: faults[0].slow_disk.delay: -1ms is outside [0, 10s] (0 restores the disk)"},
+		{"60s", "faults:\n  - {at: 1s, resume: 2}", "x.yaml:10: faults[0].resume: p2 is not paused at 1s: only a paused server can resume"},
+		{"60s", "faults:\n  - {at: 1s, pause: 2}\n  - {at: 2s, pause: 2}", "x.yaml:11: faults[1].pause: p2 is paused already at 2s (by faults[0].pause at 1s)"},
+		{"60s", "faults:\n  - {at: 1s, lose_unsynced: 2}\n  - {at: 2s, pause: 2}", "x.yaml:11: faults[1].pause: p2 is dead at 2s (killed at 1s by faults[0].lose_unsynced): only a running server can pause"},
+		{"60s", "faults:\n  - {at: 1s, torn_tail: 2}\n  - {at: 2s, kill: 2}", "x.yaml:11: faults[1].kill: p2 is already dead at 2s (killed at 1s by faults[0].torn_tail)"},
 		// the schedule, played in time order (the list order does not matter)
 		{"60s", "faults:\n  - {at: 20s, kill: 3}\n  - {at: 10s, kill: 3}", "x.yaml:10: faults[0].kill: p3 is already dead at 20s (killed at 10s by faults[1].kill)"},
 		{"60s", "faults:\n  - {at: 10s, restart: 3}", "x.yaml:10: faults[0].restart: p3 is not dead at 10s: only a killed server can restart"},
@@ -254,5 +268,51 @@ func TestRunNamesMatch(t *testing.T) {
 		if _, err := workload.NewSchedule(a, 10, 1); err != nil {
 			t.Errorf("workload refuses arrival %s: %v", a, err)
 		}
+	}
+}
+
+// Every fault of issue 29 in YAML, and the nemesis schedule it makes.
+func TestFaultKinds(t *testing.T) {
+	s, err := Parse("x.yaml", runSpec("none", `faults:
+  - {at: 1s, partition: ring}
+  - {at: 2s, heal: true}
+  - {at: 3s, isolate: leader}
+  - {at: 4s, isolate_dc: D1}
+  - {at: 5s, one_way: [[5], [1, 2]]}
+  - {at: 6s, heal: true}
+  - {at: 7s, pause: 3}
+  - {at: 8s, resume: 3}
+  - {at: 9s, lose_unsynced: 2}
+  - {at: 10s, restart: 2}
+  - {at: 11s, torn_tail: 2}
+  - {at: 12s, restart: 2}
+  - {at: 13s, slow_disk: {server: 1, delay: 20ms}}
+  - {at: 14s, slow_disk: {server: 1, delay: 0s}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range s.FaultSchedule() {
+		got = append(got, fmt.Sprintf("%s p%d %v %s %v", f.Kind, f.Server, f.Pairs, f.Shape, f.Delay))
+	}
+	want := []string{
+		"partition p0 [[1 3] [1 5] [2 3] [2 4] [4 5]] ring 0s",
+		"heal p0 []  0s",
+		"isolate-leader p0 []  0s",
+		"partition p0 [[1 3] [1 4] [1 5] [2 3] [2 4] [2 5]] dc:D1 0s",
+		"one-way p0 [[5 1] [5 2]]  0s",
+		"heal p0 []  0s",
+		"pause p3 []  0s",
+		"resume p3 []  0s",
+		"lose-unsynced p2 []  0s",
+		"restart p2 []  0s",
+		"torn-tail p2 []  0s",
+		"restart p2 []  0s",
+		"slow-disk p1 []  20ms",
+		"slow-disk p1 []  0s",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("schedule\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -379,13 +379,56 @@ func (s *Spec) checkFaults() error {
 			return err
 		}
 		set := 0
-		for _, on := range []bool{f.Kill != 0, f.Restart != 0, f.Partition != nil, f.Isolate != 0, f.Heal} {
+		for _, on := range []bool{f.Kill != 0, f.Restart != 0, f.Partition != nil, f.Isolate != 0, f.Heal,
+			f.Shape != "", f.IsolateLeader, f.IsolateDC != "", f.OneWay != nil, f.Pause != 0, f.Resume != 0,
+			f.LoseUnsynced != 0, f.TornTail != 0, f.SlowDisk != nil} {
 			if on {
 				set++
 			}
 		}
 		if set != 1 {
-			return s.errf(p, "needs exactly one of kill, restart (a server id), partition (groups of ids), isolate (a server id), heal: true")
+			return s.errf(p, "needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: %s), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true",
+				strings.Join(nemesis.Shapes, ", "))
+		}
+		for _, id := range []struct {
+			field string
+			id    int
+		}{{"pause", f.Pause}, {"resume", f.Resume}, {"lose_unsynced", f.LoseUnsynced}, {"torn_tail", f.TornTail}} {
+			if id.id != 0 {
+				if err := server(p+"."+id.field, id.id); err != nil {
+					return err
+				}
+			}
+		}
+		switch {
+		case f.Shape != "":
+			if !slices.Contains(nemesis.Shapes, f.Shape) {
+				return s.errf(p+".partition", "unknown shape %q (known: %s; or groups of ids)", f.Shape, strings.Join(nemesis.Shapes, ", "))
+			}
+			if n < 3 {
+				return s.errf(p+".partition", "a shape needs at least 3 servers, the spec has %d", n)
+			}
+		case f.IsolateDC != "":
+			if !slices.ContainsFunc(s.DataCenters, func(dc DataCenter) bool { return dc.Name == f.IsolateDC }) {
+				return s.errf(p+".isolate_dc", "unknown data center %q", f.IsolateDC)
+			}
+			if len(s.DataCenters) < 2 {
+				return s.errf(p+".isolate_dc", "one data center: nothing to cut it from")
+			}
+		case f.OneWay != nil:
+			if len(f.OneWay) != 2 {
+				return s.errf(p+".one_way", "want [[from ids], [to ids]], got %d groups", len(f.OneWay))
+			}
+			if err := s.checkGroups(p+".one_way", f.OneWay, server); err != nil {
+				return err
+			}
+		case f.SlowDisk != nil:
+			if err := server(p+".slow_disk.server", f.SlowDisk.Server); err != nil {
+				return err
+			}
+			if f.SlowDisk.Delay < 0 || f.SlowDisk.Delay > 10*time.Second {
+				return s.errf(p+".slow_disk.delay", "%v is outside [0, 10s] (0 restores the disk)", f.SlowDisk.Delay)
+			}
 		}
 		switch {
 		case f.Kill != 0:
@@ -407,11 +450,28 @@ func (s *Spec) checkFaults() error {
 		}
 	}
 	killedBy := map[int]nemesis.Fault{}
+	paused := map[int]nemesis.Fault{}
 	for _, e := range s.schedule() {
+		switch e.Kind {
+		case nemesis.Pause:
+			if k, dead := killedBy[e.Server]; dead {
+				return s.errf(e.Source, "%s is dead at %v (killed at %v by %s): only a running server can pause", topology.Name(e.Server), e.At, k.At, k.Source)
+			}
+			if p, ok := paused[e.Server]; ok {
+				return s.errf(e.Source, "%s is paused already at %v (by %s at %v)", topology.Name(e.Server), e.At, p.Source, p.At)
+			}
+			paused[e.Server] = e
+		case nemesis.Resume:
+			if _, ok := paused[e.Server]; !ok {
+				return s.errf(e.Source, "%s is not paused at %v: only a paused server can resume", topology.Name(e.Server), e.At)
+			}
+			delete(paused, e.Server)
+		}
 		if e.Kind != nemesis.Restart && !e.Stops() {
 			continue
 		}
 		if e.Stops() {
+			delete(paused, e.Server) // a kill ends a pause
 			if k, dead := killedBy[e.Server]; dead {
 				return s.errf(e.Source, "%s is already dead at %v (killed at %v by %s)", topology.Name(e.Server), e.At, k.At, k.Source)
 			}
@@ -483,8 +543,8 @@ func (s *Spec) checkFlavor() error {
 		return s.errf("outdate", "%s: an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do", zk)
 	}
 	for i, f := range s.Faults {
-		if f.Kill == 0 && f.Restart == 0 {
-			return s.errf(index("faults", i), "%s: only kill and restart faults (partitions are cut by the replicas themselves, which ZooKeeper cannot do)", zk)
+		if f.Kill == 0 && f.Restart == 0 && f.Pause == 0 && f.Resume == 0 {
+			return s.errf(index("faults", i), "%s: only kill, restart, pause and resume faults (partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do)", zk)
 		}
 	}
 	return nil

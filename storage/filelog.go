@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/polebench/polebench/zab"
 )
@@ -20,6 +22,12 @@ import (
 type LogOptions struct {
 	Fsync       bool  // fsync on Sync, Truncate and segment roll; off trusts the page cache
 	SegmentSize int64 // start a new segment file once the current one reaches this; default 64 MiB
+	// TrackSynced keeps, in the file "synced" beside the segments, how much of the
+	// log each completed Sync made durable: what a power loss would leave
+	// (LoseUnsynced cuts the log back to it, as Jepsen's lazyfs does).
+	TrackSynced bool
+	// SyncDelay is added to every Sync (a slow disk); SetSyncDelay changes it.
+	SyncDelay time.Duration
 }
 
 // DefaultSegmentSize is the segment roll size when LogOptions leaves it 0.
@@ -46,6 +54,28 @@ type FileLog struct {
 	buf    []byte
 	err    error // sticky: after a failed write the log's tail is unknown
 	closed bool
+	delay  atomic.Int64 // ns added to every Sync
+}
+
+// SetSyncDelay makes every Sync take d longer (a slow disk; 0 restores it).
+func (l *FileLog) SetSyncDelay(d time.Duration) { l.delay.Store(int64(d)) }
+
+// SyncedFile names the file in a log's directory that says how much of it is durable
+// (LogOptions.TrackSynced): the last segment's name and size.
+const SyncedFile = "synced"
+
+// noteSynced records that the last segment is durable up to its size.
+func (l *FileLog) noteSynced() {
+	if !l.opts.TrackSynced {
+		return
+	}
+	name, size := "-", int64(0)
+	if n := len(l.segs); n > 0 {
+		name, size = filepath.Base(l.segs[n-1].path), l.segs[n-1].size
+	}
+	// Written after the sync it reports and before Sync returns: what anyone was told
+	// is durable is at most what it says. A write cut short leaves it empty: unknown.
+	os.WriteFile(filepath.Join(l.dir, SyncedFile), fmt.Appendf(nil, "%s %d\n", name, size), 0o644)
 }
 
 var _ Log = (*FileLog)(nil)
@@ -62,6 +92,7 @@ func OpenLog(dir string, opts LogOptions, logger *slog.Logger) (*FileLog, error)
 		return nil, fmt.Errorf("storage: open log: %w", err)
 	}
 	l := &FileLog{dir: dir, opts: opts, logger: logger}
+	l.delay.Store(int64(opts.SyncDelay))
 	names, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open log: %w", err)
@@ -91,6 +122,7 @@ func OpenLog(dir string, opts LogOptions, logger *slog.Logger) (*FileLog, error)
 		}
 		l.f, l.w = f, bufio.NewWriterSize(f, 256<<10)
 	}
+	l.noteSynced() // what survived is all there is
 	return l, nil
 }
 
@@ -232,6 +264,9 @@ func (l *FileLog) roll(first zab.Zxid) error {
 	l.f, l.w = f, bufio.NewWriterSize(f, 256<<10)
 	l.w.WriteString(segMagic)
 	l.segs = append(l.segs, segment{path: path, first: first, size: int64(len(segMagic))})
+	if l.opts.TrackSynced { // the new segment holds nothing durable yet
+		os.WriteFile(filepath.Join(l.dir, SyncedFile), fmt.Appendf(nil, "%s 0\n", filepath.Base(path)), 0o644)
+	}
 	if l.opts.Fsync {
 		return syncDir(l.dir)
 	}
@@ -263,6 +298,12 @@ func (l *FileLog) flush(sync bool) error {
 	return nil
 }
 
+// AckBeforeSync, for tests only, breaks the log on purpose: Sync writes to the page
+// cache and returns without making anything durable, so the replica acknowledges
+// what a power loss (LoseUnsynced) takes back, as the simulator's ackBeforeWrite
+// does. The checks must catch it (polebench check's tests).
+var AckBeforeSync atomic.Bool
+
 // Sync implements Log.
 func (l *FileLog) Sync() error {
 	l.mu.Lock()
@@ -270,9 +311,22 @@ func (l *FileLog) Sync() error {
 	if err := l.usable(); err != nil {
 		return err
 	}
+	if d := time.Duration(l.delay.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	if AckBeforeSync.Load() {
+		if err := l.flush(false); err != nil {
+			l.err = fmt.Errorf("storage: log sync: %w", err)
+			return l.err
+		}
+		return nil
+	}
 	if err := l.flush(true); err != nil {
 		l.err = fmt.Errorf("storage: log sync: %w", err)
 		return l.err
+	}
+	if l.opts.Fsync {
+		l.noteSynced()
 	}
 	return nil
 }
@@ -363,6 +417,9 @@ func (l *FileLog) Truncate(after zab.Zxid) error {
 	if err := l.truncate(after); err != nil {
 		l.err = fmt.Errorf("storage: log truncate: %w", err)
 		return l.err
+	}
+	if l.opts.Fsync {
+		l.noteSynced()
 	}
 	return nil
 }

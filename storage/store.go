@@ -34,7 +34,9 @@ type Store struct {
 
 // Open opens the store in dir (dir/log, dir/snap, dir/hardstate), creating it if needed.
 func Open(dir string, o Options) (*Store, error) {
-	l, err := OpenLog(filepath.Join(dir, "log"), LogOptions{Fsync: o.Fsync, SegmentSize: o.SegmentSize}, o.Logger)
+	// With fsync on, the log says how much of it is durable (LogOptions.TrackSynced):
+	// a nemesis can then cut it back to that, as a power loss would.
+	l, err := OpenLog(filepath.Join(dir, "log"), LogOptions{Fsync: o.Fsync, SegmentSize: o.SegmentSize, TrackSynced: o.Fsync}, o.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -121,6 +121,9 @@ type Transport struct {
 	conns map[net.Conn]int       // accepted, to close on shutdown: the peer once known (0 before)
 	ins   map[net.Conn]*inStream // accepted streams past their handshake
 	cut   map[int]bool           // peers whose streams are cut both ways (a partition)
+	// One way (CutOneWay): what this side sends to the peer is dropped (cutOut), or
+	// what the peer sends is refused (cutIn).
+	cutOut, cutIn map[int]bool
 
 	// diedAt is the instant (netem.Now) the transport ended, as its process's death:
 	// what had departed by then still goes out (Die).
@@ -167,6 +170,7 @@ func New(ctx context.Context, ln net.Listener, cfg Config) *Transport {
 		recv: make(chan Message, 1024), events: make(chan Event, 256),
 		ctx: ctx, cancel: cancel,
 		out: map[outKey]*outStream{}, conns: map[net.Conn]int{}, ins: map[net.Conn]*inStream{}, cut: map[int]bool{},
+		cutOut: map[int]bool{}, cutIn: map[int]bool{},
 	}
 	t.wg.Add(1)
 	go t.accept()
@@ -189,7 +193,7 @@ func (t *Transport) Send(to int, ch Channel, payload []byte) bool {
 		return false
 	}
 	t.mu.Lock()
-	if t.cut[to] {
+	if t.cut[to] || t.cutOut[to] {
 		t.mu.Unlock()
 		return false
 	}
@@ -293,7 +297,44 @@ const hangUpByte = 0xb1
 func (t *Transport) isCut(peer int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.cut[peer]
+	return t.cut[peer] || t.cutIn[peer]
+}
+
+// CutOneWay cuts (or restores) one direction of the streams with peer: out, what this
+// side sends to it is dropped (its outgoing streams reset); otherwise what peer sends
+// is refused (its incoming streams closed). The other direction flows on. A one-way
+// cut needs both ends, as the nemesis does it: out at the sender, in at the receiver.
+func (t *Transport) CutOneWay(peer int, out, cut bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.cutIn
+	if out {
+		m = t.cutOut
+	}
+	if m[peer] == cut {
+		return
+	}
+	if !cut {
+		delete(m, peer)
+		return
+	}
+	m[peer] = true
+	if out {
+		for k, s := range t.out {
+			if k.to == peer {
+				select {
+				case s.reset <- struct{}{}:
+				default:
+				}
+			}
+		}
+		return
+	}
+	for c, from := range t.conns {
+		if from == peer {
+			t.hangUp(c)
+		}
+	}
 }
 
 // Die ends the transport as its process's death at the instant at (netem.Now) does:
@@ -391,7 +432,7 @@ func (t *Transport) serve(c net.Conn) {
 	}
 	known = true
 	t.mu.Lock()
-	cut := t.cut[from]
+	cut := t.cut[from] || t.cutIn[from]
 	in := &inStream{from: from, ch: ch, done: make(chan struct{})}
 	if !cut {
 		t.conns[c] = from

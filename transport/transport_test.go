@@ -385,3 +385,52 @@ func TestLatenessOfBlockedReceiver(t *testing.T) {
 		t.Errorf("lateness of %d messages: p99 %v, max %v; want %d, a max of at least %v, p99 at most the max", s.N, s.P99, s.Max, n, block)
 	}
 }
+
+// A one-way cut (t1 out to t2, t2 in from t1) stops t1's messages to t2 while t2's
+// still reach t1; healing lets t1's flow again.
+func TestCutOneWay(t *testing.T) {
+	ts := cluster(t, 2, func(c *Config) { c.MinBackoff, c.MaxBackoff = 5*time.Millisecond, 20*time.Millisecond })
+	t1, t2 := ts[0], ts[1]
+	for _, tr := range ts {
+		go func() {
+			for range tr.Events() {
+			}
+		}()
+	}
+	t1.CutOneWay(2, true, true)
+	t2.CutOneWay(1, false, true)
+	if t1.Send(2, Broadcast, []byte("x")) {
+		t.Fatal("a side cut on its way out sent")
+	}
+	deadline := time.After(5 * time.Second)
+	for got := false; !got; {
+		t2.Send(1, Broadcast, []byte("back"))
+		select {
+		case m := <-t1.Recv():
+			got = string(m.Payload) == "back"
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the other direction does not flow")
+		}
+	}
+	select {
+	case m := <-t2.Recv():
+		t.Fatalf("received %q through a one-way cut", m.Payload)
+	case <-time.After(100 * time.Millisecond):
+	}
+	t1.CutOneWay(2, true, false)
+	t2.CutOneWay(1, false, false)
+	deadline = time.After(5 * time.Second)
+	for {
+		t1.Send(2, Broadcast, []byte("after"))
+		select {
+		case m := <-t2.Recv():
+			if string(m.Payload) == "after" {
+				return
+			}
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("nothing flows after healing")
+		}
+	}
+}

@@ -303,7 +303,9 @@ func historiesOf(recs []Record, reads []read, vals []decoded) histories {
 // readAll syncs server s with the leader and reads every key.
 func readAll(ctx context.Context, cfg VerifyConfig, s Server) ([]read, error) {
 	conn, _, err := zk.Connect([]string{s.Addr}, cfg.SessionTimeout,
-		zk.WithHostProvider(&pinnedHost{addr: s.Addr}), zk.WithLogger(zkLogger{cfg.Log}), zk.WithLogInfo(false))
+		// Gone once ctx ends: a server that never serves again fails the requests
+		// waiting for it (ErrNoServer) instead of holding them forever.
+		zk.WithHostProvider(&pinnedHost{addr: s.Addr, gone: func() bool { return ctx.Err() != nil }}), zk.WithLogger(zkLogger{cfg.Log}), zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("workload: verify: server %d: %w", s.ID, err)
 	}

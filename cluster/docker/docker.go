@@ -559,6 +559,28 @@ func (d *containers) Kill(ctx context.Context, id int) error {
 	return nil
 }
 
+// Pause freezes the server's container (docker pause: the cgroup freezer), alive and
+// silent until Resume.
+func (d *containers) Pause(ctx context.Context, id int) error {
+	s, err := d.server(id)
+	if err != nil {
+		return err
+	}
+	if !d.Alive(id) {
+		return fmt.Errorf("pause p%d: it is not running", id)
+	}
+	return d.cli.ContainerPause(ctx, s.container)
+}
+
+// Resume unfreezes a paused server's container (docker unpause).
+func (d *containers) Resume(ctx context.Context, id int) error {
+	s, err := d.server(id)
+	if err != nil {
+		return err
+	}
+	return d.cli.ContainerUnpause(ctx, s.container)
+}
+
 // Restart starts the killed server's container again: same address, same volume.
 // Its network namespace is new, so the kernel link plan is installed again.
 func (d *containers) Restart(ctx context.Context, id int) error {

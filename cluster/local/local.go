@@ -216,6 +216,34 @@ func (l *Cluster) Node(id int) *replica.Node {
 	return l.nodes[id]
 }
 
+// Pause freezes server id's loop (replica.Node.Pause): the servers share this
+// process, so there is no process to stop.
+func (l *Cluster) Pause(_ context.Context, id int) error {
+	n := l.Node(id)
+	if n == nil {
+		return fmt.Errorf("p%d is not running", id)
+	}
+	if !n.Pause() {
+		return fmt.Errorf("p%d is paused already", id)
+	}
+	return nil
+}
+
+// Resume lets a paused server's loop run again.
+func (l *Cluster) Resume(_ context.Context, id int) error {
+	n := l.Node(id)
+	if n == nil {
+		return fmt.Errorf("p%d is not running", id)
+	}
+	if !n.Resume() {
+		return fmt.Errorf("p%d is not paused", id)
+	}
+	return nil
+}
+
+// DataDir is server id's data directory.
+func (l *Cluster) DataDir(id int) string { return l.cfgs[id].DataDir }
+
 // Links: the local backend always emulates links in user space.
 func (l *Cluster) Links() string { return "user-space" }
 

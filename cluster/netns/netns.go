@@ -306,6 +306,9 @@ func (c *Cluster) check(id int) error {
 	return nil
 }
 
+// DataDir is server id's data directory, on this host (cluster.DataDirs).
+func (c *Cluster) DataDir(id int) string { return c.dataDir(id) }
+
 // Kill sends server id SIGKILL and waits until it is gone.
 func (c *Cluster) Kill(ctx context.Context, id int) error {
 	if err := c.check(id); err != nil {

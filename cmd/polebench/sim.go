@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
@@ -15,7 +18,7 @@ import (
 	"github.com/polebench/polebench/trial"
 )
 
-const simSummary = "Check the replica's safety under random faults in the simulator: for each seed, draw kills, restarts and a partition, run the spec in virtual time and check that no acknowledged write is lost, the history is linearizable and every server ends with the same state"
+const simSummary = "Check the replica's safety under random faults in the simulator: for each seed, draw kills (some losing unsynced writes or tearing the log), restarts, a cut in one of the partition shapes, a pause and a slow disk, run the spec in virtual time and check that no acknowledged write is lost, the history is linearizable and every server ends with the same state"
 
 func runSim(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "check" {
@@ -27,6 +30,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	from := fs.Uint64("from", 1, "first seed (a failure prints its seed: --from S --seeds 1 replays it)")
 	out := fs.String("out", filepath.Join("results", "sim-check"), "where a failing seed's run directory goes")
 	jobs := jobsFlag(fs)
+	faultsFile := fs.String("faults", "", "run this schedule (a faults.json a check wrote, e.g. a shrunk one) instead of each seed's")
 	disk := fs.Duration("disk-latency", sim.SyncDiskLatency, "how long a server's log write takes (fsync on: wider windows for a kill to find work in progress)")
 	sets := overrideFlags(fs)
 	// The schedule is random and the verdict is safety, not latency: the spec's crash
@@ -47,6 +51,16 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	for _, s := range *sets {
 		chose[s.Name] = true
 	}
+	var fixed []nemesis.Fault
+	if *faultsFile != "" {
+		b, err := os.ReadFile(*faultsFile)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &fixed); err != nil {
+			return fmt.Errorf("%s: %w", *faultsFile, err)
+		}
+	}
 	cfgOf := func(seed uint64) (*trial.Test, sim.Config, error) {
 		t, err := trial.Seeded(sp, seed)
 		if err != nil {
@@ -55,6 +69,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		c := t.Sim(nil)
 		c.Trace, c.DiskLatency = false, *disk
 		c, err = sim.ForCheck(c, chose["duration"], chose["rate"])
+		if fixed != nil {
+			c.Faults = fixed
+		}
 		t.Faults = c.Faults
 		return t, c, err
 	}

@@ -1,0 +1,420 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/csvfile"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/runner"
+	"github.com/polebench/polebench/sim"
+	"github.com/polebench/polebench/spec"
+)
+
+const checkSummary = "sim check's random fault schedules on a real cluster; per seed: lost acknowledged writes, linearizability, convergence after the last heal"
+
+// checkArgs is check's argument summary, in its usage and the command list.
+const checkArgs = "[SPEC] [--backend B] [--seeds N] [--from S] [--shrink]"
+
+// checkConverge is how long after the load the servers have by default to converge:
+// more than poled's own bound on a follower's recovery (zab.DefaultInitLimit, after
+// which a follower that was never synced looks for a leader again).
+const checkConverge = 30 * time.Second
+
+// A check's verdicts for one seed.
+const (
+	verdictOK     = "ok"
+	verdictUnsafe = "unsafe" // lost or unexplained writes, a non-linearizable history
+	verdictStuck  = "stuck"  // the servers did not converge and serve after the last heal
+	verdictError  = "error"  // the run itself failed (a cluster that did not start, ...)
+)
+
+// checkRun is one seed's run on a real cluster.
+type checkRun struct {
+	seed    uint64
+	faults  []nemesis.Fault
+	verdict string
+	detail  error
+	dir     string
+	took    time.Duration
+	ok      int64
+	failed  int64
+	unknown int64
+	lost    int
+	lin     string
+}
+
+// checker runs schedules of one spec on its backend.
+type checker struct {
+	sp       *spec.Spec
+	out      string
+	converge time.Duration
+	// broken, in tests only, runs a variant that must fail (brokenVariants).
+	broken string
+}
+
+// brokenVariants are the replicas broken on purpose that the checks must catch, in
+// tests only (TestCheckCatches): they change the whole process, so only the local
+// backend, whose servers run in it, carries them.
+var brokenVariants = map[string]func(on bool){}
+
+// run runs seed's schedule faults into dir.
+func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, dir string) (r checkRun) {
+	r = checkRun{seed: seed, faults: faults, dir: dir}
+	t0 := time.Now()
+	defer func() { r.took = time.Since(t0) }()
+	sp, err := c.sp.With(spec.Setting{Name: "seed", Value: strconv.FormatUint(seed, 10)}, spec.Setting{Name: "repetitions", Value: "1"})
+	if err != nil {
+		r.verdict, r.detail = verdictError, err
+		return r
+	}
+	if set := brokenVariants[c.broken]; set != nil {
+		set(true)
+		defer set(false)
+	}
+	var stuck error
+	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: dir, Faults: faults, Fsync: true, ZooKeeperWarmUp: -1,
+		AfterLoad: func(ctx context.Context, cl cluster.Cluster) error {
+			stuck = runner.Converge(ctx, cl, cmp.Or(c.converge, checkConverge))
+			return nil
+		}})
+	var rep *runner.Repetition
+	if res != nil && len(res.Runs) == 1 {
+		rep = &res.Runs[0]
+	}
+	switch {
+	case (rep == nil || rep.Verification == nil) && stuck != nil:
+		// A server that never served again could not be read back either.
+		r.verdict, r.detail = verdictStuck, errors.Join(stuck, err)
+	case rep == nil || rep.Verification == nil:
+		r.verdict, r.detail = verdictError, cmpOr(err, errors.New("no verification"))
+	default:
+		v := rep.Verification
+		r.lost, r.lin = v.LostAcknowledgedWrites, v.Linearizability
+		s := rep.Summary.Requests
+		r.ok, r.failed, r.unknown = int64(s.OK), int64(s.Failed), int64(s.Unknown)
+		switch {
+		case v.Err() != nil:
+			r.verdict, r.detail = verdictUnsafe, v.Err()
+		case stuck != nil:
+			r.verdict, r.detail = verdictStuck, stuck
+		case err != nil:
+			r.verdict, r.detail = verdictError, err
+		default:
+			r.verdict = verdictOK
+		}
+	}
+	return r
+}
+
+func cmpOr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// faultGroups pairs each fault with what undoes it (a kill with the restart, a pause
+// with the resume, a cut with the heal, a slow disk with its restore), so that a
+// shrink removes them together and every schedule it tries stays playable.
+func faultGroups(fs []nemesis.Fault) [][]int {
+	used := make([]bool, len(fs))
+	var out [][]int
+	for i, f := range fs {
+		if used[i] {
+			continue
+		}
+		used[i] = true
+		g := []int{i}
+		undoes := func(u nemesis.Fault) bool {
+			switch {
+			case f.Stops():
+				return u.Kind == nemesis.Restart && u.Server == f.Server
+			case f.Kind == nemesis.Pause:
+				return u.Kind == nemesis.Resume && u.Server == f.Server
+			case f.Cuts():
+				return u.Kind == nemesis.Heal
+			case f.Kind == nemesis.SlowDisk && f.Delay > 0:
+				return u.Kind == nemesis.SlowDisk && u.Server == f.Server && u.Delay == 0
+			}
+			return false
+		}
+		for j := i + 1; j < len(fs); j++ {
+			if !used[j] && undoes(fs[j]) {
+				if fs[j].Kind != nemesis.Heal || !slices.ContainsFunc(fs[i+1:j], nemesis.Fault.Cuts) {
+					used[j] = true
+					g = append(g, j)
+				}
+				break
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// shrink removes groups of faults (faultGroups) from a failing schedule while the
+// failure (the same verdict) stays, and returns the smallest it found.
+func (c *checker) shrink(ctx context.Context, failed checkRun, line *progress.Line) checkRun {
+	best := failed
+	for removed := true; removed && ctx.Err() == nil; {
+		removed = false
+		groups := faultGroups(best.faults)
+		for gi := len(groups) - 1; gi >= 0 && ctx.Err() == nil; gi-- {
+			drop := map[int]bool{}
+			for _, i := range groups[gi] {
+				drop[i] = true
+			}
+			var fs []nemesis.Fault
+			for i, f := range best.faults {
+				if !drop[i] {
+					fs = append(fs, f)
+				}
+			}
+			dir := filepath.Join(c.out, fmt.Sprintf("seed-%d-shrink-%d", failed.seed, len(fs)))
+			line.Update("shrinking seed %d: %d faults, trying %d", failed.seed, len(best.faults), len(fs))
+			r := c.run(ctx, failed.seed, fs, dir)
+			if r.verdict == failed.verdict {
+				best, removed = r, true
+				break
+			}
+			os.RemoveAll(dir)
+		}
+	}
+	return best
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("check", checkArgs+" [--out DIR] [--faults FILE] [overrides]", checkSummary, stderr)
+	seeds := fs.Int("seeds", 20, "how many seeds to run, one short run each")
+	from := fs.Uint64("from", 1, "first seed (a failure prints its seed: --from S --seeds 1 replays it, here or in sim check)")
+	out := fs.String("out", filepath.Join("results", "check"), "where each seed's run directory goes (seed-S), and results.csv")
+	shrink := fs.Bool("shrink", false, "for a failing seed, remove faults while the failure stays, and print the smallest schedule")
+	converge := fs.Duration("converge", checkConverge, "how long after the load every server has to run, serve and reach the same zxid")
+	faultsFile := fs.String("faults", "", "run this schedule (a faults.json a check wrote) instead of each seed's")
+	sets := overrideFlags(fs)
+	user := args // for the replay commands
+	*sets = append(*sets, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "warmup", Value: "0s"})
+	rest := args
+	if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
+		rest = append([]string{"two-dc"}, rest...)
+	}
+	sp, err := specArg(fs, rest, sets)
+	if err != nil {
+		return err
+	}
+	chose := map[string]bool{}
+	for _, s := range *sets {
+		chose[s.Name] = true
+	}
+	// A check's run, as sim check's: short and lightly loaded unless chosen otherwise.
+	var defaults []spec.Setting
+	if !chose["duration"] {
+		defaults = append(defaults, spec.Setting{Name: "duration", Value: sim.CheckDuration.String()})
+	}
+	if !chose["rate"] {
+		defaults = append(defaults, spec.Setting{Name: "rate", Value: strconv.FormatFloat(sim.CheckLoad, 'f', -1, 64)})
+	}
+	if sp, err = sp.With(defaults...); err != nil {
+		return err
+	}
+	if sp.Backend == "sim" {
+		return errors.New("--backend sim: the simulator's executor is polebench sim check")
+	}
+	if sp.Duration < sim.MinCheckDuration {
+		return fmt.Errorf("--duration %v: random schedules need at least %v", sp.Duration, sim.MinCheckDuration)
+	}
+	if *seeds < 1 {
+		return fmt.Errorf("--seeds %d: want at least 1", *seeds)
+	}
+	topo, err := sp.Topology()
+	if err != nil {
+		return err
+	}
+	var fixed []nemesis.Fault
+	if *faultsFile != "" {
+		b, err := os.ReadFile(*faultsFile)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &fixed); err != nil {
+			return fmt.Errorf("%s: %w", *faultsFile, err)
+		}
+	}
+	schedule := func(seed uint64) []nemesis.Fault {
+		if fixed != nil {
+			return fixed
+		}
+		return sim.RandomFaults(topo, seed, sp.Duration)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	csvw, err := csvfile.Create(filepath.Join(*out, "results.csv"))
+	if err != nil {
+		return err
+	}
+	defer csvw.Close()
+	csvw.Write([]string{"seed", "verdict", "faults", "kinds", "ok", "failed", "unknown", "lost_acknowledged", "linearizability", "seconds", "detail", "dir"})
+
+	ctx, stop := signalContext()
+	defer stop()
+	c := &checker{sp: sp, out: *out, converge: *converge}
+	line := progress.New(stdout)
+	t0 := time.Now()
+	var runs []checkRun
+	counts := map[string]int{}
+	replay := strings.Join(user, " ")
+	errorsInARow := 0
+	for i := range *seeds {
+		if errorsInARow == 3 {
+			line.Note("3 seeds in a row could not run: stopping (the last error is above)")
+			break
+		}
+		seed := *from + uint64(i)
+		faults := schedule(seed)
+		dir := filepath.Join(*out, fmt.Sprintf("seed-%d", seed))
+		os.RemoveAll(dir)
+		el := time.Since(t0)
+		eta := "?"
+		if i > 0 {
+			eta = (time.Duration(float64(el) / float64(i) * float64(*seeds-i))).Round(time.Second).String()
+		}
+		line.Update("check %s on %s: seed %d (%d of %d), %d failed, %v elapsed, ETA %s",
+			sp.Name, sp.Backend, seed, i+1, *seeds, counts[verdictUnsafe]+counts[verdictStuck]+counts[verdictError], el.Round(time.Second), eta)
+		r := c.run(ctx, seed, faults, dir)
+		if r.verdict == verdictError && ctx.Err() == nil {
+			// A run that could not complete (the cluster did not start, the workload
+			// could not create its keys) judged nothing: it is tried once more.
+			line.Note("seed %d could not run (%v): once more", seed, r.detail)
+			os.RemoveAll(dir)
+			r = c.run(ctx, seed, faults, dir)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		writeFaults(dir, faults)
+		runs = append(runs, r)
+		counts[r.verdict]++
+		if r.verdict == verdictError {
+			errorsInARow++
+		} else {
+			errorsInARow = 0
+		}
+		csvw.Write([]string{strconv.FormatUint(seed, 10), r.verdict, strconv.Itoa(len(faults)), kinds(faults),
+			strconv.FormatInt(r.ok, 10), strconv.FormatInt(r.failed, 10), strconv.FormatInt(r.unknown, 10), strconv.Itoa(r.lost), r.lin,
+			strconv.FormatFloat(r.took.Seconds(), 'f', 1, 64), errText(r.detail), dir})
+		if r.verdict == verdictOK {
+			if fixed == nil {
+				os.RemoveAll(filepath.Join(dir, "data")) // the servers' files: only a failure's are worth keeping
+			}
+			continue
+		}
+		line.Note("seed %d %s: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench check %s --from %d --seeds 1\n  in the simulator: polebench sim check %s --from %d --seeds 1",
+			seed, strings.ToUpper(r.verdict), r.detail, faults, dir, replay, seed, simReplay(user), seed)
+		if *shrink && r.verdict != verdictError {
+			small := c.shrink(ctx, r, line)
+			writeFaults(small.dir, small.faults)
+			line.Note("  shrunk to %d faults: %v\n  run directory: %s\n  replay: polebench check %s --from %d --seeds 1 --faults %s",
+				len(small.faults), small.faults, small.dir, replay, seed, filepath.Join(small.dir, "faults.json"))
+		}
+	}
+	line.Done()
+	took := time.Since(t0)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "verdict\tseeds\n")
+	for _, v := range []string{verdictOK, verdictUnsafe, verdictStuck, verdictError} {
+		var which []string
+		for _, r := range runs {
+			if r.verdict == v && v != verdictOK {
+				which = append(which, strconv.FormatUint(r.seed, 10))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", v, counts[v], strings.Join(which, " "))
+	}
+	tw.Flush()
+	perSeed := time.Duration(0)
+	if len(runs) > 0 {
+		perSeed = took / time.Duration(len(runs))
+	}
+	fmt.Fprintf(stdout, "check %s on %s: %d seeds from %d in %v (%v a seed): %d unsafe, %d stuck, %d errors; %s\n",
+		sp.Name, sp.Backend, len(runs), *from, took.Round(time.Second), perSeed.Round(100*time.Millisecond),
+		counts[verdictUnsafe], counts[verdictStuck], counts[verdictError], filepath.Join(*out, "results.csv"))
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted after %d seeds", len(runs))
+	}
+	if n := counts[verdictUnsafe] + counts[verdictStuck] + counts[verdictError]; n > 0 {
+		return fmt.Errorf("%d of %d seeds failed", n, len(runs))
+	}
+	return nil
+}
+
+// simReplay is the overrides of a check that sim check takes too (all but --backend,
+// --shrink, --faults and --out).
+func simReplay(args []string) string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		name, _, hasValue := strings.Cut(name, "=")
+		switch {
+		case name == "backend" || name == "out" || name == "faults" || name == "from" || name == "seeds":
+			if !hasValue && i+1 < len(args) {
+				i++
+			}
+			continue
+		case name == "shrink":
+			continue
+		}
+		out = append(out, a)
+	}
+	return strings.Join(out, " ")
+}
+
+func kinds(fs []nemesis.Fault) string {
+	var ks []string
+	for _, f := range fs {
+		k := string(f.Kind)
+		if f.Shape != "" {
+			k += ":" + strings.SplitN(f.Shape, ":", 2)[0]
+		}
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	return strings.Join(ks, " ")
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := strings.ReplaceAll(err.Error(), "\n", "; ")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+func writeFaults(dir string, fs []nemesis.Fault) {
+	b, err := json.MarshalIndent(fs, "", "  ")
+	if err == nil {
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "faults.json"), b, 0o644)
+	}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/sim"
+	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/storage"
+	"github.com/polebench/polebench/topology"
+)
+
+// The broken replicas, for these tests only.
+func init() {
+	brokenVariants["ack-before-sync"] = func(on bool) { storage.AckBeforeSync.Store(on) }
+	brokenVariants["trust-tail"] = func(on bool) { storage.TrustTail.Store(on) }
+}
+
+// checkSpec is what polebench check runs by default: two-dc, 10 s at 200 req/s, local.
+func checkSpec(t *testing.T) *spec.Spec {
+	t.Helper()
+	sp, err := spec.Resolve("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err = sp.With(spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "warmup", Value: "0s"},
+		spec.Setting{Name: "duration", Value: "10s"}, spec.Setting{Name: "rate", Value: "200"}, spec.Setting{Name: "backend", Value: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// TestCheckCatchesBroken: polebench check, on the local backend, catches replicas
+// broken on purpose, and the seed that caught one passes without the break:
+//   - ack-before-sync acknowledges writes a power loss takes back (the simulator's
+//     ackBeforeWrite): a data center's servers losing what they had not synced loses
+//     acknowledged writes;
+//   - trust-tail reads a torn record at the end of its log as a write: the server
+//     serves a value no one wrote.
+func TestCheckCatchesBroken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real runs of 10 s each; -short skips them")
+	}
+	sp := checkSpec(t)
+	topo, err := sp.Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, variant := range []string{"ack-before-sync", "trust-tail"} {
+		t.Run(variant, func(t *testing.T) {
+			out := t.TempDir()
+			c := &checker{sp: sp, out: out, broken: variant}
+			// Seeds whose schedules can show it: a lossy outage of a majority, or a torn tail.
+			var tried []uint64
+			for seed := uint64(1); seed <= 60 && len(tried) < 8; seed++ {
+				fs := sim.RandomFaults(topo, seed, sp.Duration)
+				if !shows(variant, fs, topo.N()) {
+					continue
+				}
+				tried = append(tried, seed)
+				r := c.run(context.Background(), seed, fs, filepath.Join(out, "broken"))
+				if r.verdict == verdictError {
+					t.Fatalf("seed %d: %v", seed, r.detail)
+				}
+				if r.verdict != verdictUnsafe {
+					os.RemoveAll(r.dir)
+					continue
+				}
+				t.Logf("caught at seed %d in %v (%v): %v", seed, r.took, fs, r.detail)
+				if variant == "trust-tail" { // the shrink keeps the failure with fewer faults
+					small := c.shrink(context.Background(), r, progress.NewPlain(testWriter{t}))
+					if small.verdict != verdictUnsafe || len(small.faults) >= len(fs) {
+						t.Errorf("shrunk to %s with %d of %d faults", small.verdict, len(small.faults), len(fs))
+					}
+					t.Logf("shrunk to %v", small.faults)
+				}
+				c.broken = ""
+				if r := c.run(context.Background(), seed, fs, filepath.Join(out, "sound")); r.verdict != verdictOK {
+					t.Fatalf("seed %d fails without the break too: %s %v", seed, r.verdict, r.detail)
+				}
+				return
+			}
+			t.Fatalf("seeds %v did not catch %s", tried, variant)
+		})
+	}
+}
+
+// shows says whether schedule fs can show variant: ack-before-sync needs a majority
+// killed at one instant losing what it had not synced, trust-tail a torn tail.
+func shows(variant string, fs []nemesis.Fault, n int) bool {
+	if variant == "trust-tail" {
+		return slices.ContainsFunc(fs, func(f nemesis.Fault) bool { return f.Kind == nemesis.TornTail })
+	}
+	at := map[int64]int{}
+	for _, f := range fs {
+		if f.Kind == nemesis.LoseUnsynced || f.Kind == nemesis.TornTail {
+			at[int64(f.At)]++
+		}
+	}
+	for _, k := range at {
+		if k > n/2 {
+			return true
+		}
+	}
+	return false
+}
+
+// faultGroups pairs every fault with what undoes it, so a shrink keeps schedules
+// playable.
+func TestFaultGroups(t *testing.T) {
+	fs := []nemesis.Fault{
+		{Kind: nemesis.Kill, Server: 1}, {Kind: nemesis.Pause, Server: 2}, {Kind: nemesis.Partition},
+		{Kind: nemesis.Restart, Server: 1}, {Kind: nemesis.SlowDisk, Server: 3, Delay: 1}, {Kind: nemesis.Resume, Server: 2},
+		{Kind: nemesis.Heal}, {Kind: nemesis.SlowDisk, Server: 3}, {Kind: nemesis.TornTail, Server: 1}, {Kind: nemesis.Restart, Server: 1},
+	}
+	got := faultGroups(fs)
+	want := [][]int{{0, 3}, {1, 5}, {2, 6}, {4, 7}, {8, 9}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("groups %v, want %v", got, want)
+	}
+	// Every random schedule splits into groups that cover it once.
+	topo := checkSpecTopo(t)
+	for seed := uint64(1); seed <= 200; seed++ {
+		fs := sim.RandomFaults(topo, seed, 10*time.Second)
+		seen := map[int]bool{}
+		for _, g := range faultGroups(fs) {
+			for _, i := range g {
+				if seen[i] {
+					t.Fatalf("seed %d: fault %d in two groups", seed, i)
+				}
+				seen[i] = true
+			}
+		}
+		if len(seen) != len(fs) {
+			t.Fatalf("seed %d: groups cover %d of %d faults", seed, len(seen), len(fs))
+		}
+	}
+}
+
+func checkSpecTopo(t *testing.T) *topology.Topology {
+	t.Helper()
+	topo, err := checkSpec(t).Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+func TestSimReplay(t *testing.T) {
+	got := simReplay([]string{"three-dc-dep1", "--backend", "netns", "--seeds=50", "--duration", "15s", "--shrink", "--out", "x", "--rate=300"})
+	if want := "three-dc-dep1 --duration 15s --rate=300"; got != want {
+		t.Errorf("simReplay = %q, want %q", got, want)
+	}
+}
+
+func TestCheckUsage(t *testing.T) {
+	if code, _, errs := runCLI("check", "--backend", "sim"); code == 0 || !strings.Contains(errs, "sim check") {
+		t.Errorf("check --backend sim: exit %d, %q", code, errs)
+	}
+	if code, _, errs := runCLI("check", "--seeds", "0"); code == 0 || !strings.Contains(errs, "--seeds 0") {
+		t.Errorf("check --seeds 0: exit %d, %q", code, errs)
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

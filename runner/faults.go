@@ -1,0 +1,293 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/replica"
+	"github.com/polebench/polebench/storage"
+)
+
+// The faults a real cluster carries beyond kill, restart and cuts, each through what
+// the backend offers (docs/faults.md):
+//   - pause: the cluster's own (cluster.Pauser: a frozen loop, docker pause), else
+//     SIGSTOP and SIGCONT to a server that is a process on this host (cluster.Pids);
+//   - a kill that loses unsynced writes (and tears the log's tail): a kill, then
+//     storage.LoseUnsynced on the server's data directory (cluster.DataDirs);
+//   - a slow disk: the replica's POST /disk, again after each restart;
+//   - the isolation of the leader: whoever serves as leader in the highest epoch.
+//   - a one-way cut (a, b): a drops what it sends to b, b refuses what a sends, each
+//     through its admin port (replica.Cut.Direction).
+
+var (
+	_ nemesis.Pauser       = (*target)(nil)
+	_ nemesis.DiskFaulter  = (*target)(nil)
+	_ nemesis.Leaders      = (*target)(nil)
+	_ nemesis.Serverser    = (*target)(nil)
+	_ nemesis.OneWayCutter = (*target)(nil)
+)
+
+func (t *target) CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error {
+	out, in := map[int][]int{}, map[int][]int{}
+	for _, p := range pairs {
+		out[p[0]] = append(out[p[0]], p[1])
+		in[p[1]] = append(in[p[1]], p[0])
+	}
+	var errs []error
+	for _, s := range t.Servers() {
+		if !t.Alive(s.ID) {
+			continue
+		}
+		for _, dir := range []string{"out", "in"} {
+			peers := map[string][]int{"out": out[s.ID], "in": in[s.ID]}[dir]
+			if len(peers) > 0 {
+				errs = append(errs, t.setCut(ctx, s, replica.Cut{Peers: peers, Cut: cut, Direction: dir}))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (t *target) server(id int) (cluster.Server, error) {
+	for _, s := range t.Servers() {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return cluster.Server{}, fmt.Errorf("no server p%d", id)
+}
+
+func (t *target) ServerIDs() []int {
+	var ids []int
+	for _, s := range t.Servers() {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func (t *target) signal(id int, sig syscall.Signal) error {
+	p, ok := t.Cluster.(cluster.Pids)
+	if !ok {
+		return nemesis.Unsupported{Kind: nemesis.Pause}
+	}
+	pid := p.Pid(id)
+	if pid == 0 {
+		return fmt.Errorf("p%d is not running", id)
+	}
+	return syscall.Kill(pid, sig)
+}
+
+// setCut applies c at s now, or, while s is paused, at its resume.
+func (t *target) setCut(ctx context.Context, s cluster.Server, c replica.Cut) error {
+	t.mu.Lock()
+	if t.paused[s.ID] {
+		t.pending[s.ID] = append(t.pending[s.ID], c)
+		t.mu.Unlock()
+		return nil
+	}
+	t.mu.Unlock()
+	return cluster.SetCut(ctx, s, c)
+}
+
+func (t *target) Pause(ctx context.Context, id int) error {
+	var err error
+	if p, ok := t.Cluster.(cluster.Pauser); ok {
+		err = p.Pause(ctx, id)
+	} else {
+		err = t.signal(id, syscall.SIGSTOP)
+	}
+	if err == nil {
+		t.mu.Lock()
+		t.paused[id] = true
+		t.mu.Unlock()
+	}
+	return err
+}
+
+// Resume lets id run again and applies the cuts and restores it missed meanwhile.
+func (t *target) Resume(ctx context.Context, id int) error {
+	var err error
+	if p, ok := t.Cluster.(cluster.Pauser); ok {
+		err = p.Resume(ctx, id)
+	} else {
+		err = t.signal(id, syscall.SIGCONT)
+	}
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	delete(t.paused, id)
+	pending := t.pending[id]
+	delete(t.pending, id)
+	t.mu.Unlock()
+	s, err := t.server(id)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range pending {
+		errs = append(errs, cluster.SetCut(ctx, s, c))
+	}
+	return errors.Join(errs...)
+}
+
+func (t *target) KillLosing(ctx context.Context, id int, tear bool) error {
+	d, ok := t.Cluster.(cluster.DataDirs)
+	if !ok {
+		kind := nemesis.LoseUnsynced
+		if tear {
+			kind = nemesis.TornTail
+		}
+		return nemesis.Unsupported{Kind: kind}
+	}
+	if err := t.Kill(ctx, id); err != nil {
+		return err
+	}
+	_, err := storage.LoseUnsynced(filepath.Join(d.DataDir(id), "log"), tear)
+	return err
+}
+
+func (t *target) SlowDisk(ctx context.Context, id int, delay time.Duration) error {
+	s, err := t.server(id)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.slow[id] = delay
+	t.mu.Unlock()
+	if !t.Alive(id) {
+		return nil // from its restart
+	}
+	return cluster.SetDisk(ctx, s, replica.Disk{SyncDelay: replica.Duration(delay)})
+}
+
+// Restart restarts id and slows its disk again if the nemesis slowed it.
+func (t *target) Restart(ctx context.Context, id int) error {
+	if err := t.Cluster.Restart(ctx, id); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	d := t.slow[id]
+	t.mu.Unlock()
+	if d == 0 {
+		return nil
+	}
+	s, err := t.server(id)
+	if err != nil {
+		return err
+	}
+	return cluster.SetDisk(ctx, s, replica.Disk{SyncDelay: replica.Duration(d)})
+}
+
+// Leader is the live server that serves as leader in the highest epoch, 0 if none.
+func (t *target) Leader(ctx context.Context) (int, error) {
+	best, epoch := 0, uint64(0)
+	var errs []error
+	for _, s := range t.Servers() {
+		if !t.Alive(s.ID) {
+			continue
+		}
+		st, err := cluster.NodeStatus(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.Serving && st.Leader == s.ID && (best == 0 || uint64(st.Epoch) > epoch) {
+			best, epoch = s.ID, uint64(st.Epoch)
+		}
+	}
+	if best == 0 && len(errs) > 0 {
+		return 0, errors.Join(errs...)
+	}
+	return best, nil
+}
+
+// supports says why this cluster cannot carry a fault of kind k, nil if it can: a
+// run refuses the schedule before it starts rather than fail at the fault.
+func (t *target) supports(k nemesis.Kind) error {
+	_, zk := t.Cluster.(cluster.Timelines) // ZooKeeper's servers: no admin port, not poled's log
+	switch k {
+	case nemesis.Pause, nemesis.Resume:
+		_, p := t.Cluster.(cluster.Pauser)
+		_, pids := t.Cluster.(cluster.Pids)
+		if !p && !pids {
+			return fmt.Errorf("%w: its servers are neither paused by the backend nor processes of this host", nemesis.Unsupported{Kind: k})
+		}
+	case nemesis.LoseUnsynced, nemesis.TornTail:
+		if _, ok := t.Cluster.(cluster.DataDirs); !ok || zk {
+			return fmt.Errorf("%w: its servers' poled logs are not on this host", nemesis.Unsupported{Kind: k})
+		}
+	case nemesis.SlowDisk, nemesis.IsolateLeader, nemesis.OneWay:
+		if zk {
+			return fmt.Errorf("%w: ZooKeeper has no admin port to ask", nemesis.Unsupported{Kind: k})
+		}
+	}
+	return nil
+}
+
+// Converge waits, up to within, for every server of cl to run, serve, and hold the
+// same last zxid as every other (the load is over: nothing more to commit), and says
+// how far it got otherwise: a check's liveness after the last heal.
+func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		var state []string
+		ok, zxid := true, ""
+		for _, s := range cl.Servers() {
+			if !cl.Alive(s.ID) {
+				ok = false
+				state = append(state, fmt.Sprintf("p%d down", s.ID))
+				continue
+			}
+			st, err := cluster.NodeStatus(ctx, s)
+			if err != nil {
+				if ctx.Err() != nil && last != "" {
+					return fmt.Errorf("the servers did not converge within %v of the end: %s", within, last)
+				}
+				ok = false
+				state = append(state, fmt.Sprintf("p%d: %v", s.ID, err))
+				continue
+			}
+			z := fmt.Sprint(st.LastZxid)
+			state = append(state, fmt.Sprintf("p%d %s serving=%v zxid=%s", s.ID, st.Role, st.Serving, z))
+			if !st.Serving || zxid != "" && z != zxid {
+				ok = false
+			}
+			zxid = z
+		}
+		if ok {
+			return nil
+		}
+		last = fmt.Sprint(state)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the servers did not converge within %v of the end: %s", within, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// Kill kills id; a paused one is no longer paused (a container is unpaused first:
+// the engine does not kill a paused one), and what waited for its resume is dropped:
+// its next life starts with no cut of its own.
+func (t *target) Kill(ctx context.Context, id int) error {
+	t.mu.Lock()
+	paused := t.paused[id]
+	delete(t.paused, id)
+	delete(t.pending, id)
+	t.mu.Unlock()
+	if p, ok := t.Cluster.(cluster.Pauser); ok && paused {
+		p.Resume(ctx, id)
+	}
+	return t.Cluster.Kill(ctx, id)
+}

@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/cluster/zookeeper"
+	"github.com/polebench/polebench/event"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/spec"
+)
+
+// everyFault is a spec with every fault a real poled cluster carries.
+const everyFault = `faults:
+  - {at: 3s, pause: 3}
+  - {at: 3500ms, partition: [[1, 3], [2, 4, 5]]}
+  - {at: 4500ms, heal: true}
+  - {at: 5s, resume: 3}
+  - {at: 6s, isolate: leader}
+  - {at: 9s, heal: true}
+  - {at: 10s, lose_unsynced: 2}
+  - {at: 11s, restart: 2}
+  - {at: 12s, torn_tail: 1}
+  - {at: 13s, restart: 1}
+  - {at: 14s, slow_disk: {server: 4, delay: 20ms}}
+  - {at: 14500ms, one_way: [[1, 2], [3, 4, 5]]}
+  - {at: 15s, partition: ring}
+  - {at: 17s, heal: true}
+  - {at: 18s, slow_disk: {server: 4, delay: 0s}}
+`
+
+// TestFaultsLocal and TestFaultsNetns play every fault on a real cluster with fsync
+// on: each is carried out without error and in the timeline, and no acknowledged
+// write is lost, the history is linearizable. No timing is judged.
+func TestFaultsLocal(t *testing.T) { faultsOn(t, "local") }
+
+func TestFaultsNetns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	faultsOn(t, "netns")
+}
+
+func faultsOn(t *testing.T, backend string) {
+	if testing.Short() {
+		t.Skip("a 24 s run; -short skips it")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "faults.yaml")
+	b, err := spec.Shipped("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, everyFault...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = s.With(spec.Setting{Name: "duration", Value: "24s"}, spec.Setting{Name: "crash-at", Value: "none"},
+		spec.Setting{Name: "repetitions", Value: "1"}, spec.Setting{Name: "backend", Value: backend}, spec.Setting{Name: "warmup", Value: "1s"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t}), Fsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := res.Summaries[0]
+	if sum.LostAcknowledgedWrites != 0 {
+		t.Errorf("%d acknowledged writes lost", sum.LostAcknowledgedWrites)
+	}
+	if v := readVerification(t, res.Dir); v.Linearizability != "ok" {
+		t.Errorf("linearizability: %s", v.Linearizability)
+	}
+	seen := map[nemesis.Kind]bool{}
+	for _, e := range runEvents(t, res.Dir) {
+		if e.Source != analysis.SourceHarness || e.Fault == "" {
+			continue
+		}
+		if e.Error != "" {
+			t.Errorf("%s at %.0f ms: %s", e.Fault, e.AtMS, e.Error)
+		}
+		seen[e.Fault] = true
+		if e.Fault == nemesis.Pause && e.Kind != event.Pause || e.Fault == nemesis.SlowDisk && e.Kind != event.SlowDisk {
+			t.Errorf("%s recorded as %s", e.Fault, e.Kind)
+		}
+	}
+	for _, k := range []nemesis.Kind{nemesis.Pause, nemesis.Resume, nemesis.IsolateLeader, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.SlowDisk, nemesis.OneWay, nemesis.Partition, nemesis.Heal} {
+		if !seen[k] {
+			t.Errorf("no %s in the timeline", k)
+		}
+	}
+}
+
+// TestZooKeeperPause: a ZooKeeper server is a JVM of this host, paused by SIGSTOP and
+// resumed by SIGCONT; the run loses no acknowledged write.
+func TestZooKeeperPause(t *testing.T) {
+	if err := zookeeper.Available(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("real ZooKeeper needed under CI: %v", err)
+		}
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("a 24 s run; -short skips it")
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "pause.yaml")
+	b, err := spec.Shipped("two-dc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, "faults:\n  - {at: 4s, pause: 5}\n  - {at: 8s, resume: 5}\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = s.With(spec.Setting{Name: "duration", Value: "16s"}, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "flavor", Value: "zookeeper"},
+		spec.Setting{Name: "repetitions", Value: "1"}, spec.Setting{Name: "warmup", Value: "1s"}, spec.Setting{Name: "rate", Value: "100"}); err != nil {
+		t.Fatal(err)
+	}
+	sum, dir := runSpec(t, s)
+	_ = sum
+	var pauses int
+	for _, e := range runEvents(t, dir) {
+		if e.Source == analysis.SourceHarness && (e.Kind == event.Pause || e.Kind == event.Resume) {
+			if e.Error != "" {
+				t.Errorf("%s: %s", e.Kind, e.Error)
+			}
+			pauses++
+		}
+	}
+	if pauses != 2 {
+		t.Errorf("%d pauses and resumes recorded, want 2", pauses)
+	}
+}
