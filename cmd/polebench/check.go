@@ -298,13 +298,6 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		line.Update("check %s on %s: seed %d (%d of %d), %d failed, %v elapsed, ETA %s",
 			sp.Name, sp.Backend, seed, i+1, *seeds, counts[verdictUnsafe]+counts[verdictStuck]+counts[verdictError], el.Round(time.Second), eta)
 		r := c.run(ctx, seed, faults, dir)
-		if r.verdict == verdictError && ctx.Err() == nil {
-			// A run that could not complete (the cluster did not start, the workload
-			// could not create its keys) judged nothing: it is tried once more.
-			line.Note("seed %d could not run (%v): once more", seed, r.detail)
-			os.RemoveAll(dir)
-			r = c.run(ctx, seed, faults, dir)
-		}
 		if ctx.Err() != nil {
 			break
 		}
