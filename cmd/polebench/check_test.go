@@ -57,6 +57,7 @@ func TestCheckCatchesBroken(t *testing.T) {
 	}
 	for _, variant := range []string{"ack-before-sync", "trust-tail"} {
 		t.Run(variant, func(t *testing.T) {
+			t.Parallel() // the two variants' runs side by side: nothing here is timed
 			out := t.TempDir()
 			c := &checker{sp: sp, out: out, broken: variant}
 			// Seeds whose schedules can show it: a lossy outage of a majority, or a torn tail.
