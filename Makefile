@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 PKGS    ?= ./...
 
-.PHONY: all build demo test vet fmt-check lint fmt ci clean vmtest image deps nightly reproduce bench
+.PHONY: all build demo test check-broken vet fmt-check lint fmt ci clean vmtest image deps nightly reproduce bench
 
 all: build
 
@@ -67,6 +67,11 @@ bench: build
 ## `make nightly`'s; speed is `go test -bench`'s (reported, never asserted).
 test:
 	$(GO) test -timeout 25m $(PKGS)
+
+## check-broken: the proof that polebench check catches two replicas broken on purpose
+## (docs/faults.md): a search over seeds on the local backend's real timing, a few minutes.
+check-broken:
+	POLEBENCH_CHECK_BROKEN=1 $(GO) test -count=1 -run TestCheckCatchesBroken -v ./cmd/polebench
 
 ## vet: go vet
 vet:

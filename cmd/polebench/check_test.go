@@ -47,8 +47,11 @@ func checkSpec(t *testing.T) *spec.Spec {
 //   - trust-tail reads a torn record at the end of its log as a write: the server
 //     serves a value no one wrote.
 func TestCheckCatchesBroken(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real runs of 10 s each; -short skips them")
+	// A search over seeds on real timing: whether a seed shows the break depends on
+	// the instants the kill finds, so it is a campaign, not a test of `make test`.
+	// `make check-broken` runs it.
+	if os.Getenv("POLEBENCH_CHECK_BROKEN") == "" {
+		t.Skip("a search on real timing: make check-broken (POLEBENCH_CHECK_BROKEN=1) runs it")
 	}
 	sp := checkSpec(t)
 	topo, err := sp.Topology()
