@@ -17,6 +17,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/polebench/polebench/figure"
 	"github.com/polebench/polebench/workload"
 )
 
@@ -447,11 +448,11 @@ func TestNiceTicks(t *testing.T) {
 		{3, 3, "3"},
 	} {
 		var got []string
-		for _, tk := range niceTicks(tc.lo, tc.hi) {
+		for _, tk := range figure.NiceTicks(tc.lo, tc.hi) {
 			got = append(got, tk.Label)
 		}
 		if strings.Join(got, " ") != tc.want {
-			t.Errorf("niceTicks(%v, %v) = %v, want %s", tc.lo, tc.hi, got, tc.want)
+			t.Errorf("figure.NiceTicks(%v, %v) = %v, want %s", tc.lo, tc.hi, got, tc.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/polebench/polebench/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -38,7 +39,7 @@ func PlotAnatomy(a map[string]map[string]AnatomyStats, title, path string) error
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = "mean latency (ms): model (left) and measured (right) per DC"
-	p.Y.Tick.Marker = plot.TickerFunc(niceTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
 	names := make([]string, len(cols))

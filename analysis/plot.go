@@ -3,12 +3,11 @@ package analysis
 import (
 	"fmt"
 	"image/color"
-	"math"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/polebench/polebench/figure"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -55,8 +54,8 @@ func PlotTimeSeries(s *Series, o PlotOptions, path string) error {
 	p.Title.Text = o.Title
 	p.X.Label.Text = "time since start (s)"
 	p.Y.Label.Text = fmt.Sprintf("mean latency per %v (ms)", s.Bucket)
-	p.X.Tick.Marker = plot.TickerFunc(niceTicks)
-	p.Y.Tick.Marker = plot.TickerFunc(niceTicks)
+	p.X.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
+	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -135,28 +134,6 @@ func PlotTimeSeries(s *Series, o PlotOptions, path string) error {
 		return fmt.Errorf("analysis: saving plot %s: %w", path, err)
 	}
 	return nil
-}
-
-// niceTicks labels an axis every 1, 2 or 5 × 10^k units: ten labels at most.
-func niceTicks(lo, hi float64) []plot.Tick {
-	if !(hi > lo) {
-		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
-	}
-	mag := math.Pow(10, math.Floor(math.Log10((hi-lo)/10)))
-	step := 10 * mag
-	for _, m := range []float64{1, 2, 5} {
-		if (hi-lo)/(m*mag) <= 10 {
-			step = m * mag
-			break
-		}
-	}
-	decimals := max(0, int(-math.Floor(math.Log10(step))))
-	var ticks []plot.Tick
-	for i := math.Ceil(lo / step); i*step <= hi; i++ {
-		v := i * step
-		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
-	}
-	return ticks
 }
 
 // stallBands shades spans of the run's clock over the whole height of the plot. It has

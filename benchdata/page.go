@@ -73,16 +73,8 @@ var historyTmpl = template.Must(template.New("history").Parse(`<!doctype html>
 </section>
 {{end}}
 <script>
-window.addEventListener("load", function () {
-  var ok = 0, broken = 0;
-  document.querySelectorAll("img").forEach(function (i) {
-    var good = i.complete && i.naturalWidth > 0;
-    i.setAttribute("data-loaded", good ? "1" : "0");
-    if (good) ok++; else broken++;
-  });
-  document.body.setAttribute("data-images-ok", ok);
-  document.body.setAttribute("data-images-broken", broken);
-});
+{{.JS}}
+window.addEventListener("load", markImages);
 </script>
 </body></html>
 `))
@@ -144,7 +136,7 @@ func WriteHistoryPage(nights []Night, dir string) (*HistoryPage, error) {
 			}
 		}
 	}
-	data := map[string]any{"CSS": template.CSS(figure.PageCSS), "Nights": len(nights), "Metrics": ms, "Changed": changed,
+	data := map[string]any{"CSS": template.CSS(figure.PageCSS), "JS": template.JS(figure.MarkImagesJS), "Nights": len(nights), "Metrics": ms, "Changed": changed,
 		"From": nights[0].Date.Format("2006-01-02"), "To": nights[len(nights)-1].Date.Format("2006-01-02"),
 		"Commit": orNone(shortCommit(nights[len(nights)-1].Commit))}
 	if host.Measured == 0 {

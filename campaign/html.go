@@ -66,13 +66,9 @@ var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
 {{end}}
 <script>
 // What a reader would see: every image loaded, and each figure section's evidence.
+{{.JS}}
 window.addEventListener("load", function () {
-  var ok = 0, broken = 0;
-  document.querySelectorAll("img").forEach(function (i) {
-    var good = i.complete && i.naturalWidth > 0;
-    i.setAttribute("data-loaded", good ? "1" : "0");
-    if (good) ok++; else broken++;
-  });
+  markImages();
   document.querySelectorAll("section.campaign").forEach(function (s) {
     var kinds = [];
     s.querySelectorAll("figure").forEach(function (f) {
@@ -81,8 +77,6 @@ window.addEventListener("load", function () {
     });
     s.setAttribute("data-loaded-kinds", kinds.join(","));
   });
-  document.body.setAttribute("data-images-ok", ok);
-  document.body.setAttribute("data-images-broken", broken);
 });
 </script>
 </body></html>
@@ -138,6 +132,7 @@ func (r *Report) WriteHTML(dir string) error {
 	ov := r.Overview
 	data := map[string]any{
 		"CSS":   template.CSS(figure.PageCSS),
+		"JS":    template.JS(figure.MarkImagesJS),
 		"Title": r.Title, "Version": r.Version, "Machine": r.Machine, "When": r.When, "Ov": ov,
 		"Backends": orDash(strings.Join(ov.Backends, ", ")), "Links": orDash(strings.Join(ov.Links, ", ")),
 	}

@@ -28,3 +28,17 @@ a.spot:hover,a.spot:focus{outline:2px solid #000;background:rgba(255,220,0,.35)}
 details{margin:.7em 0}summary{cursor:pointer;color:#0969da}
 code{font-size:.92em}
 `
+
+// MarkImagesJS marks, once the page has loaded, every image as loaded or not
+// (data-loaded "1" or "0") and counts them on the body (data-images-ok,
+// data-images-broken): what a headless browser test reads of the page a reader sees.
+const MarkImagesJS = `function markImages() {
+  var ok = 0, broken = 0;
+  document.querySelectorAll("img").forEach(function (i) {
+    var good = i.complete && i.naturalWidth > 0;
+    i.setAttribute("data-loaded", good ? "1" : "0");
+    if (good) ok++; else broken++;
+  });
+  document.body.setAttribute("data-images-ok", ok);
+  document.body.setAttribute("data-images-broken", broken);
+}`

@@ -246,15 +246,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var fixed []nemesis.Fault
-	if *faultsFile != "" {
-		b, err := os.ReadFile(*faultsFile)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &fixed); err != nil {
-			return fmt.Errorf("%s: %w", *faultsFile, err)
-		}
+	fixed, err := readFaults(*faultsFile)
+	if err != nil {
+		return err
 	}
 	schedule := func(seed uint64) []nemesis.Fault {
 		if fixed != nil {
@@ -410,4 +404,21 @@ func writeFaults(dir string, fs []nemesis.Fault) {
 		os.MkdirAll(dir, 0o755)
 		os.WriteFile(filepath.Join(dir, "faults.json"), b, 0o644)
 	}
+}
+
+// readFaults reads a fault schedule a check wrote (faults.json), for --faults; none
+// without a path.
+func readFaults(path string) ([]nemesis.Fault, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var fs []nemesis.Fault
+	if err := json.Unmarshal(b, &fs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return fs, nil
 }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
@@ -51,15 +48,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	for _, s := range *sets {
 		chose[s.Name] = true
 	}
-	var fixed []nemesis.Fault
-	if *faultsFile != "" {
-		b, err := os.ReadFile(*faultsFile)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(b, &fixed); err != nil {
-			return fmt.Errorf("%s: %w", *faultsFile, err)
-		}
+	fixed, err := readFaults(*faultsFile)
+	if err != nil {
+		return err
 	}
 	cfgOf := func(seed uint64) (*trial.Test, sim.Config, error) {
 		t, err := trial.Seeded(sp, seed)
