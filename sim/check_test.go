@@ -26,22 +26,35 @@ func checkConfig(t testing.TB, seed uint64) Config {
 // converges once the faults are over.
 func TestCheckSeeds(t *testing.T) {
 	for seed := uint64(1); seed <= 100; seed++ {
-		checkSeed(t, seed)
+		checkSeed(t, seed, 0)
 	}
 }
 
 // TestCheckConverges: schedules where the servers once never converged. A partition
 // and kills left two minorities, each electing its own leader with the other's votes
 // (POLE's line 65 read literally) while the other led alone, in turn, forever.
+//
+// With fsync's disk latency (sim check's default), eight of 10,000 seeds never
+// converged. The news that a follower's old stream ended reached its leader after the
+// follower's new FOLLOWERINFO and undid the handshake (347, 623, 7241, 8012, 9314,
+// 9689, and 5104 where the delivery waited behind a busy loop); and a leader resumed
+// from a pause decided an epoch from stale infos that another leader had already
+// spent (5840). Each follower waited out InitTicks.
 func TestCheckConverges(t *testing.T) {
 	for _, seed := range []uint64{189, 305, 470} {
-		checkSeed(t, seed)
+		checkSeed(t, seed, 0)
+	}
+	for _, seed := range []uint64{347, 623, 5104, 5840, 7241, 8012, 9314, 9689} {
+		checkSeed(t, seed, SyncDiskLatency)
 	}
 }
 
-func checkSeed(t *testing.T, seed uint64) {
+func checkSeed(t *testing.T, seed uint64, disk time.Duration) {
 	t.Helper()
 	cfg := checkConfig(t, seed)
+	if disk != 0 {
+		cfg.DiskLatency = disk
+	}
 	_, unsafe, live := Check(context.Background(), cfg)
 	if unsafe != nil {
 		t.Errorf("seed %d (%v): %v", seed, cfg.Faults, unsafe)

@@ -137,7 +137,7 @@ func (v *server) kill() {
 	v.failInflight("connection closed: server killed")
 	for _, p := range s.servers[1:] {
 		if p != v && p.up {
-			v.notifyClosed(p, dead)
+			v.notifyClosed(p, dead, s.link(linkKey{v.id, p.id, chBroadcast}).gen)
 		}
 	}
 }
@@ -145,16 +145,18 @@ func (v *server) kill() {
 // notifyClosed tells peer p, one link delay from now and after everything v sent it
 // before has been handed to p's loop, that v's broadcast stream closed: poled's loop
 // steps the frames queued before a stream's end first (as TCP delivers data before
-// its FIN), so a follower votes with every proposal its dead leader got to it. inc is
-// the incarnation of v whose stream closed (a killed one's, not the next).
-func (v *server) notifyClosed(p *server, inc int) {
+// its FIN), so a follower votes with every proposal its dead leader got to it. inc and
+// gen name the stream that closed: the incarnation of v (a killed one's, not the next)
+// and the link's generation (a reset's, not the new stream's, whose frames may arrive
+// first: poled reads each stream apart, and the old one's end does not wait for them).
+func (v *server) notifyClosed(p *server, inc, gen int) {
 	s := v.s
 	l, _ := s.cfg.Plan.Link(v.id, p.id)
 	at := s.now + int64(l.Delay)
 	if line := v.lines[linkKey{v.id, p.id, chBroadcast}.index(s.cfg.Topology.N())]; line != nil {
 		at = max(at, line.LastNS()+int64(s.cfg.HopDelay))
 	}
-	pinc, dead, vinc := p.inc, v.id, inc
+	pinc, dead, vinc, vgen := p.inc, v.id, inc, int32(gen)
 	q := &s.lq[linkKey{v.id, p.id, chBroadcast}.index(s.cfg.Topology.N())]
 	var closed func()
 	closed = func() {
@@ -164,7 +166,7 @@ func (v *server) notifyClosed(p *server, inc int) {
 		// Frames of the dead incarnation still on the link (due at this instant, or
 		// deferred behind p's busy loop) go first; their events were queued before
 		// this one's next, so it runs after them.
-		if q.size > 0 && int(q.front().inc) == vinc || p.busy > s.now {
+		if q.size > 0 && int(q.front().inc) == vinc && q.front().gen == vgen || p.busy > s.now {
 			next := max(s.now, p.busy)
 			if q.size > 0 {
 				next = max(next, q.front().at)
@@ -461,6 +463,7 @@ func (io *serverIO) ResetPeers() {
 		if p == v {
 			continue
 		}
+		closed := s.link(linkKey{v.id, p.id, chBroadcast}).gen
 		s.link(linkKey{v.id, p.id, chBroadcast}).gen++
 		s.link(linkKey{p.id, v.id, chBroadcast}).gen++
 		inc, peer := v.inc, p.id
@@ -471,7 +474,7 @@ func (io *serverIO) ResetPeers() {
 			}
 		})
 		if p.up {
-			v.notifyClosed(p, v.inc)
+			v.notifyClosed(p, v.inc, closed)
 		}
 	}
 }

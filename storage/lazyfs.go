@@ -59,11 +59,12 @@ func LoseUnsynced(dir string, tear bool) (int64, error) {
 		if st.Size() <= keep && !tear {
 			continue
 		}
+		keep := min(keep, st.Size()) // a record cannot tear past the end of the file
 		b, err := readTail(path, 0, st.Size())
 		if err != nil {
 			return cut, err
 		}
-		tail := b[min(keep, int64(len(b))):]
+		tail := b[keep:]
 		if len(tail) == 0 {
 			// Nothing was being written: the torn record is the next write's, made
 			// from the last one (its zxid's successor, its data), as a write cut

@@ -153,3 +153,33 @@ func TestTearWithNothingUnsynced(t *testing.T) {
 		t.Errorf("the broken log's last zxid %v, want the torn 8", l.LastZxid())
 	}
 }
+
+// A synced file that claims more than the segment holds (it was cut since) tears
+// the last record's successor, as with nothing unsynced, and never extends the file.
+func TestTearPastTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	syncedLog(t, dir, 7, 7, 0)
+	b, err := os.ReadFile(filepath.Join(dir, SyncedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	var size int64
+	if _, err := fmt.Sscanf(string(b), "%s %d", &name, &size); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SyncedFile), fmt.Appendf(nil, "%s %d\n", name, size+100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoseUnsynced(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLog(dir, LogOptions{Fsync: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.LastZxid() != 7 {
+		t.Errorf("last zxid %v, want 7", l.LastZxid())
+	}
+}

@@ -258,17 +258,49 @@ func (s *session) onEvent(ev zk.Event) {
 	}
 }
 
+// createKeys creates the keyspace through a ready session. A connection lost meanwhile
+// (the server looked for a leader: poled closes its clients' connections then) is
+// retried on the next ready session, for up to createKeysFor: creating is idempotent.
 func (w *Workload) createKeys(ctx context.Context) error {
-	var conn *zk.Conn
-	for _, s := range w.sortedServers() {
-		if sess := s.readySession(); sess != nil {
-			conn = sess.conn
-			break
+	deadline := time.Now().Add(createKeysFor)
+	for try := 0; ; try++ {
+		var conn *zk.Conn
+		servers := w.sortedServers()
+		for i := range servers {
+			if sess := servers[(try+i)%len(servers)].readySession(); sess != nil {
+				conn = sess.conn
+				break
+			}
+		}
+		var err error
+		if conn == nil {
+			err = errNoSession
+		} else if err = w.createKeysOn(ctx, conn); err == nil || !retryableCreate(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("workload: creating keys for %v: %w", createKeysFor, err)
+		}
+		w.log.Warn("creating keys again", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("workload: creating keys: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if conn == nil {
-		return errors.New("workload: creating keys: no server available")
-	}
+}
+
+const createKeysFor = 20 * time.Second
+
+var errNoSession = errors.New("workload: creating keys: no server available")
+
+// retryableCreate: the session's connection went away, not the request.
+func retryableCreate(err error) bool {
+	return errors.Is(err, errNoSession) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+func (w *Workload) createKeysOn(ctx context.Context, conn *zk.Conn) error {
 	parts := strings.Split(w.cfg.Prefix, "/")[1:]
 	for i := range parts {
 		p := "/" + strings.Join(parts[:i+1], "/")

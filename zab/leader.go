@@ -34,6 +34,7 @@ type peerState struct {
 	current  Epoch // ACKEPOCH's current epoch
 	sum      Summary
 	fresh    bool // its ACKEPOCH accepted our epoch for the first time
+	ours     bool // it accepted our epoch from us (kept across its handshakes)
 	ackOrder int  // order among fresh ACKEPOCHs
 	acked    Zxid // durable last zxid it acked in our epoch
 }
@@ -134,7 +135,12 @@ func (n *Node) stepLeader(m Message) {
 	case MsgFollowerInfo:
 		n.onFollowerInfo(p, m)
 	case MsgAckEpoch:
-		if ls.phase != lDiscover && m.Epoch == n.epoch && p.phase == pInfo {
+		// A peer at pNone acking our epoch shook hands again before the news that its
+		// old stream ended came in (the two streams are read apart): ZooKeeper's
+		// handshakes are per connection, and an old connection's end never undoes a
+		// newer one's. The ack carries all a sync needs; dropping it would leave the
+		// follower waiting out InitTicks.
+		if ls.phase != lDiscover && m.Epoch == n.epoch && (p.phase == pInfo || p.phase == pNone) {
 			n.onAckEpoch(p, m)
 		}
 	case MsgAck:
@@ -159,6 +165,12 @@ func (n *Node) onFollowerInfo(p *peerState, m Message) {
 	if ls.phase != lDiscover && m.Epoch > n.epoch {
 		// It promised a later epoch and cannot join ours: make way for a new election.
 		n.becomeLooking(fmt.Sprintf("server %d accepted epoch %d, above ours %d", p.id, m.Epoch, n.epoch))
+		return
+	}
+	if ls.phase == lAckEpoch && m.Epoch == n.epoch && !p.ours {
+		// It took an epoch of this number from another leader: its ack can never count,
+		// and the number is spent. Waiting would only end at InitTicks.
+		n.becomeLooking(fmt.Sprintf("server %d accepted epoch %d from another leader", p.id, m.Epoch))
 		return
 	}
 	if p == ls.source && ls.phase == lFetch {
@@ -209,7 +221,7 @@ func (n *Node) onAckEpoch(p *peerState, m Message) {
 	p.phase, p.current, p.sum = pAcked, m.CurrentEpoch, m.Summary
 	if m.Fresh {
 		ls.acks++
-		p.fresh, p.ackOrder = true, ls.acks
+		p.fresh, p.ours, p.ackOrder = true, true, ls.acks
 	}
 	switch ls.phase {
 	case lAckEpoch:

@@ -60,7 +60,9 @@ func TestCheckCatchesBroken(t *testing.T) {
 	}
 	for _, variant := range []string{"ack-before-sync", "trust-tail"} {
 		t.Run(variant, func(t *testing.T) {
-			t.Parallel() // the two variants' runs side by side: nothing here is timed
+			// One after the other: a variant's switch holds for the whole process, and
+			// with the two side by side, trust-tail's switch made the other variant's
+			// sound run of seed 54 (a torn tail on p2) serve the torn record.
 			out := t.TempDir()
 			c := &checker{sp: sp, out: out, broken: variant}
 			// Seeds whose schedules can show it: a lossy outage of a majority, or a torn tail.

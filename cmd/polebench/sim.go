@@ -96,7 +96,14 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		}
 		if o.stuck != nil {
 			stuck = append(stuck, o.seed)
-			line.Note("seed %d: liveness: %v (schedule %v)", o.seed, o.stuck, o.cfg.Faults)
+			dir := filepath.Join(*out, fmt.Sprintf("seed-%d", o.seed))
+			line.Note("seed %d: liveness: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench sim check %s --from %d --seeds 1",
+				o.seed, o.stuck, o.cfg.Faults, dir, sp.Name, o.seed)
+			if o.unsafe == nil {
+				if werr := writeCheck(dir, o.test, o.res); werr != nil {
+					line.Note("  (could not write it: %v)", werr)
+				}
+			}
 		}
 		if o.unsafe != nil {
 			failed++
