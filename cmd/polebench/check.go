@@ -273,7 +273,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	t0 := time.Now()
 	var runs []checkRun
 	counts := map[string]int{}
-	replay := strings.Join(user, " ")
+	replay := replayArgs(user, "from", "seeds", "shrink")
 	errorsInARow := 0
 	for i := range *seeds {
 		if errorsInARow == 3 {
@@ -312,13 +312,13 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 			}
 			continue
 		}
-		line.Note("seed %d %s: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench check %s --from %d --seeds 1\n  in the simulator: polebench sim check %s --from %d --seeds 1",
+		line.Note("seed %d %s: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench check%s --from %d --seeds 1\n  in the simulator: polebench sim check%s --from %d --seeds 1",
 			seed, strings.ToUpper(r.verdict), r.detail, faults, dir, replay, seed, simReplay(user), seed)
 		if *shrink && r.verdict != verdictError {
 			small := c.shrink(ctx, r, line)
 			writeFaults(small.dir, small.faults)
-			line.Note("  shrunk to %d faults: %v\n  run directory: %s\n  replay: polebench check %s --from %d --seeds 1 --faults %s",
-				len(small.faults), small.faults, small.dir, replay, seed, filepath.Join(small.dir, "faults.json"))
+			line.Note("  shrunk to %d faults: %v\n  run directory: %s\n  replay: polebench check%s --from %d --seeds 1 --faults %s",
+				len(small.faults), small.faults, small.dir, replayArgs(user, "from", "seeds", "shrink", "faults"), seed, filepath.Join(small.dir, "faults.json"))
 		}
 	}
 	line.Done()
@@ -351,26 +351,27 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// simReplay is the overrides of a check that sim check takes too (all but --backend,
-// --shrink, --faults and --out).
-func simReplay(args []string) string {
-	var out []string
+// replayArgs is args without the flags named in drop (and their values): what a
+// replay command repeats of the check's own command line, each word after a space.
+func replayArgs(args []string, drop ...string) string {
+	var out strings.Builder
 	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name := strings.TrimLeft(a, "-")
-		name, _, hasValue := strings.Cut(name, "=")
-		switch {
-		case name == "backend" || name == "out" || name == "faults" || name == "from" || name == "seeds":
-			if !hasValue && i+1 < len(args) {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if strings.HasPrefix(args[i], "-") && slices.Contains(drop, name) {
+			if !hasValue && name != "shrink" && i+1 < len(args) {
 				i++
 			}
 			continue
-		case name == "shrink":
-			continue
 		}
-		out = append(out, a)
+		out.WriteString(" " + args[i])
 	}
-	return strings.Join(out, " ")
+	return out.String()
+}
+
+// simReplay is the overrides of a check that sim check takes too: all but --backend,
+// --out, --faults, --from, --seeds and --shrink.
+func simReplay(args []string) string {
+	return replayArgs(args, "backend", "out", "faults", "from", "seeds", "shrink")
 }
 
 func kinds(fs []nemesis.Fault) string {

@@ -161,10 +161,16 @@ func checkSpecTopo(t *testing.T) *topology.Topology {
 	return topo
 }
 
-func TestSimReplay(t *testing.T) {
-	got := simReplay([]string{"three-dc-dep1", "--backend", "netns", "--seeds=50", "--duration", "15s", "--shrink", "--out", "x", "--rate=300"})
-	if want := "three-dc-dep1 --duration 15s --rate=300"; got != want {
-		t.Errorf("simReplay = %q, want %q", got, want)
+func TestReplayArgs(t *testing.T) {
+	args := []string{"three-dc-dep1", "--backend", "netns", "--seeds=50", "--duration", "15s", "--shrink", "--out", "x", "--rate=300", "--from", "7"}
+	for _, c := range []struct{ got, want string }{
+		{simReplay(args), " three-dc-dep1 --duration 15s --rate=300"},
+		{replayArgs(args, "from", "seeds", "shrink"), " three-dc-dep1 --backend netns --duration 15s --out x --rate=300"},
+		{simReplay([]string{"--seeds", "5"}), ""}, // no spec named: no double space
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
 	}
 }
 
