@@ -201,6 +201,30 @@ func TestPreload(t *testing.T) {
 	}
 }
 
+// TestLoadSharesPreload: a loaded snapshot's preloaded nodes share this process's
+// preload bytes where they are equal, and keep their own where they differ.
+func TestLoadSharesPreload(t *testing.T) {
+	a := New()
+	if _, err := a.Preload(5*PreloadNodeSize + 100); err != nil {
+		t.Fatal(err)
+	}
+	a.Apply(1, Txn{Op: SetData(PreloadPath+"/0000000002", []byte("changed"), -1)})
+	snap := snapshotBytes(t, a)
+	b := New()
+	if err := b.ReadSnapshot(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, b), snap) {
+		t.Fatal("the loaded tree's snapshot differs")
+	}
+	for i, shared := range []bool{true, true, false, true, true, true} {
+		p := fmt.Sprintf("%s/%010d", PreloadPath, i)
+		if got := b.nodes[p].data; (&got[0] == &a.nodes[p].data[0]) != shared {
+			t.Errorf("%s: shares the preload's bytes %v, want %v", p, !shared, shared)
+		}
+	}
+}
+
 // A view written while Apply goes on is the tree as it was when the view was taken:
 // byte for byte the snapshot of a copy made at that instant.
 func TestViewIsConsistentWhileApplying(t *testing.T) {
