@@ -353,7 +353,10 @@ type MemSnapshots struct {
 	keep   int
 	snaps  map[zab.Zxid][]byte
 	shared map[zab.Zxid]sharedKey // snapshots whose bytes are in sharedSnaps
-	open   map[zab.Zxid]int       // readers not closed yet, per snapshot
+	// parts are the snapshots kept as the pieces they were written in (WriteOwned);
+	// their snaps entry is nil.
+	parts map[zab.Zxid][][]byte
+	open  map[zab.Zxid]int // readers not closed yet, per snapshot
 	// spare is a dropped snapshot's buffer that no reader holds: the next Create
 	// writes into it rather than into fresh memory, which a large tree's compactions
 	// otherwise spend most of their time faulting in and clearing.
@@ -367,7 +370,7 @@ func NewMemSnapshots(keep int) *MemSnapshots {
 	if keep <= 0 {
 		keep = 3
 	}
-	return &MemSnapshots{keep: keep, snaps: map[zab.Zxid][]byte{}, shared: map[zab.Zxid]sharedKey{}, open: map[zab.Zxid]int{}}
+	return &MemSnapshots{keep: keep, snaps: map[zab.Zxid][]byte{}, shared: map[zab.Zxid]sharedKey{}, parts: map[zab.Zxid][][]byte{}, open: map[zab.Zxid]int{}}
 }
 
 // sharedSnaps holds, weakly, the bytes of snapshots the MemSnapshots of this process
@@ -433,6 +436,8 @@ type memSink struct {
 	same []byte
 	off  int
 	grow int // Grow's hint, for when the bytes part from same
+	// parts are what WriteOwned handed over, kept as they are.
+	parts [][]byte
 }
 
 // Create implements SnapshotStore.
@@ -493,6 +498,17 @@ func (k *memSink) Write(p []byte) (int, error) {
 	return k.buf.Write(p)
 }
 
+// WriteOwned writes p and takes it: p must never change afterwards. A sink written
+// only this way keeps the pieces, not a copy of them (a snapshot received from the
+// leader is already in pieces that the loaded tree keeps too).
+func (k *memSink) WriteOwned(p []byte) (int, error) {
+	if k.done || k.buf.Cap() > 0 || k.same != nil {
+		return k.Write(p)
+	}
+	k.parts = append(k.parts, p)
+	return len(p), nil
+}
+
 // letGo releases the shared bytes the sink compared with.
 func (k *memSink) letGo() {
 	sharedSnaps.Lock()
@@ -545,8 +561,13 @@ func (k *memSink) Close() error {
 	}
 	k.m.snaps[k.zxid] = b
 	delete(k.m.shared, k.zxid)
+	delete(k.m.parts, k.zxid)
 	if shared {
 		k.m.shared[k.zxid] = k.key
+	}
+	if len(k.parts) > 0 {
+		k.m.snaps[k.zxid], k.m.parts[k.zxid] = nil, k.parts
+		k.parts = nil
 	}
 	for _, m := range k.m.list()[min(k.m.keep, len(k.m.snaps)):] {
 		k.m.drop(m.Zxid)
@@ -563,6 +584,7 @@ func (m *MemSnapshots) drop(z zab.Zxid) {
 	}
 	delete(m.snaps, z)
 	delete(m.shared, z)
+	delete(m.parts, z)
 }
 
 // unshare lets go of snapshot z's shared bytes (if they are) and reports whether no
@@ -591,7 +613,11 @@ func (m *MemSnapshots) recycle(b []byte) {
 func (m *MemSnapshots) list() []SnapshotMeta {
 	out := make([]SnapshotMeta, 0, len(m.snaps))
 	for z, b := range m.snaps {
-		out = append(out, SnapshotMeta{Zxid: z, Size: int64(len(b))})
+		size := int64(len(b))
+		for _, p := range m.parts[z] {
+			size += int64(len(p))
+		}
+		out = append(out, SnapshotMeta{Zxid: z, Size: size})
 	}
 	slices.SortFunc(out, func(a, b SnapshotMeta) int { return cmp.Compare(b.Zxid, a.Zxid) })
 	return out
@@ -613,14 +639,29 @@ func (m *MemSnapshots) Open(z zab.Zxid) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("storage: snapshot %v: %w", z, os.ErrNotExist)
 	}
 	m.open[z]++
-	return &memReader{Reader: bytes.NewReader(b), m: m, z: z}, nil
+	var r io.Reader = bytes.NewReader(b)
+	if ps := m.parts[z]; len(ps) > 0 {
+		rs := make([]io.Reader, len(ps))
+		for i, p := range ps {
+			rs[i] = bytes.NewReader(p)
+		}
+		r = io.MultiReader(rs...)
+	}
+	return &memReader{r: r, m: m, z: z}, nil
 }
 
 // memReader reads a snapshot and, closed, lets its buffer be reused once dropped.
 type memReader struct {
-	*bytes.Reader
+	r io.Reader
 	m *MemSnapshots
 	z zab.Zxid
+}
+
+func (r *memReader) Read(p []byte) (int, error) {
+	if r.m == nil {
+		return 0, ErrClosed
+	}
+	return r.r.Read(p)
 }
 
 func (r *memReader) Close() error {
@@ -632,7 +673,7 @@ func (r *memReader) Close() error {
 		delete(r.m.open, r.z)
 	}
 	r.m.mu.Unlock()
-	r.m, r.Reader = nil, bytes.NewReader(nil)
+	r.m, r.r = nil, nil
 	return nil
 }
 

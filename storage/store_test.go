@@ -627,6 +627,46 @@ func TestMemSnapshotsShared(t *testing.T) {
 	}
 }
 
+// TestMemSnapshotsOwned: a snapshot written with WriteOwned keeps its pieces (no
+// copy) and reads back whole.
+func TestMemSnapshotsOwned(t *testing.T) {
+	s := NewMemSnapshots(1)
+	k, _ := s.Create(5)
+	pieces := [][]byte{[]byte("snap"), bytes.Repeat([]byte{7}, 1000), []byte("shot")}
+	for _, p := range pieces {
+		if _, err := k.(*memSink).WriteOwned(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if metas, _ := s.List(); len(metas) != 1 || metas[0].Size != 1008 {
+		t.Errorf("list %+v, want one snapshot of 1008 bytes", metas)
+	}
+	if &s.parts[5][1][0] != &pieces[1][0] {
+		t.Error("the pieces were copied")
+	}
+	rc, err := s.Open(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(got, bytes.Join(pieces, nil)) {
+		t.Errorf("read back %d bytes (%v)", len(got), err)
+	}
+	rc.Close()
+	write := func(z zab.Zxid) { // a later snapshot drops it (keep 1)
+		k, _ := s.Create(z)
+		k.Write([]byte("next"))
+		k.Close()
+	}
+	write(6)
+	if _, err := s.Open(5); err == nil || len(s.parts) != 0 {
+		t.Error("the dropped snapshot's pieces are still there")
+	}
+}
+
 // TestSaveViewSizeHint: the room SaveView asks for holds a preloaded tree's snapshot,
 // so the sink never grows by doubling.
 func TestSaveViewSizeHint(t *testing.T) {
