@@ -1,6 +1,7 @@
 package datatree
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +27,11 @@ type Loader struct {
 	carry []byte // the start of an item split across writes
 	slab  []node // znodes are allocated in blocks
 	err   error
+	// preload is this process's preload data (largestPreload), once a preloaded node
+	// is read: a node whose data equals its part of it shares those bytes, and the
+	// stream's buffer that held them can go (a snapshot of a preloaded tree loaded
+	// beside the trees that preloaded it is otherwise a second copy of their data).
+	preload []byte
 
 	sinceYield int // bytes loaded since the processor was last yielded
 }
@@ -156,6 +162,8 @@ func (l *Loader) item(b []byte) (n, need int) {
 		*nd = node{data: data, st: st}
 		if len(data) == 0 {
 			nd.data = nil
+		} else if i := preloadIndex(path); i >= 0 {
+			nd.data = l.sharePreload(i*PreloadNodeSize, data)
 		}
 		p := string(path)
 		if err := l.t.addLoaded(p, l.prev, nd); err != nil {
@@ -296,6 +304,18 @@ func (c *cursor) bytes(field string, max int) []byte {
 	}
 	p := c.fixed(int(min(n, uint64(max))))
 	return p[:len(p):len(p)]
+}
+
+// sharePreload is the preload's bytes at off if they equal data, else data.
+func (l *Loader) sharePreload(off int64, data []byte) []byte {
+	end := off + int64(len(data))
+	if int64(len(l.preload)) < end {
+		l.preload = largestPreload()
+	}
+	if int64(len(l.preload)) < end || !bytes.Equal(l.preload[off:end], data) {
+		return data
+	}
+	return l.preload[off:end:end]
 }
 
 // maxPath bounds a path in a snapshot; a real one fits in a request (jute.maxbuffer).

@@ -97,6 +97,37 @@ func preloadData(size int64) []byte {
 	return buf
 }
 
+// largestPreload is the largest preload buffer of this process still held, or nil.
+// Every buffer is a prefix of the same stream (fill), so it holds the data of every
+// smaller preload's nodes too.
+func largestPreload() []byte {
+	sharedPreload.Lock()
+	defer sharedPreload.Unlock()
+	var out []byte
+	for size, w := range sharedPreload.bufs {
+		if p := w.Value(); p != nil && size > int64(len(out)) {
+			out = unsafe.Slice(p, size)
+		}
+	}
+	return out
+}
+
+// preloadIndex is i for a preload node's path (PreloadPath/%010d), or -1.
+func preloadIndex(path []byte) int64 {
+	const prefix = PreloadPath + "/"
+	if len(path) != len(prefix)+10 || string(path[:len(prefix)]) != prefix {
+		return -1
+	}
+	var i int64
+	for _, c := range path[len(prefix):] {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		i = 10*i + int64(c-'0')
+	}
+	return i
+}
+
 // fill writes deterministic incompressible bytes (wyrand), several GB/s.
 func fill(b []byte) {
 	var x uint64 = 0x706f6c65 // "pole"

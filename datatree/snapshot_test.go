@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/polebench/polebench/zab"
 )
@@ -199,6 +201,43 @@ func TestPreload(t *testing.T) {
 	if r := c.Apply(10, Txn{Op: Delete(PreloadPath+"/0000000003", 0)}); r.Err != Ok {
 		t.Errorf("delete preloaded: %v", r.Err)
 	}
+}
+
+// TestLoadSharesPreload: a loaded snapshot's preloaded nodes share this process's
+// preload bytes where they are equal, and keep their own where they differ.
+func TestLoadSharesPreload(t *testing.T) {
+	a := New()
+	if _, err := a.Preload(5*PreloadNodeSize + 100); err != nil {
+		t.Fatal(err)
+	}
+	a.Apply(1, Txn{Op: SetData(PreloadPath+"/0000000002", []byte("changed"), -1)})
+	snap := snapshotBytes(t, a)
+	b := New()
+	if err := b.ReadSnapshot(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, b), snap) {
+		t.Fatal("the loaded tree's snapshot differs")
+	}
+	// Any preload buffer of the process will do (another test's may be the largest).
+	inPreload := func(d []byte) bool {
+		sharedPreload.Lock()
+		defer sharedPreload.Unlock()
+		at := uintptr(unsafe.Pointer(&d[0]))
+		for size, w := range sharedPreload.bufs {
+			if p := w.Value(); p != nil && at >= uintptr(unsafe.Pointer(p)) && at < uintptr(unsafe.Pointer(p))+uintptr(size) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, shared := range []bool{true, true, false, true, true, true} {
+		p := fmt.Sprintf("%s/%010d", PreloadPath, i)
+		if got := inPreload(b.nodes[p].data); got != shared {
+			t.Errorf("%s: shares the preload's bytes %v, want %v", p, got, shared)
+		}
+	}
+	runtime.KeepAlive(a)
 }
 
 // A view written while Apply goes on is the tree as it was when the view was taken:

@@ -154,8 +154,11 @@ func (m *MemLog) Compact(upTo zab.Zxid) error {
 		i-- // keep the last entry, as FileLog keeps its active segment
 	}
 	// A copy, so that the dropped entries' data is freed (Entries' earlier results keep
-	// the old array).
-	m.entries = slices.Clone(m.entries[i:])
+	// the old array). It keeps the old capacity: a log compacted at about the same
+	// length each time would otherwise regrow (and copy itself) from the kept few.
+	kept := make([]zab.Txn, len(m.entries)-i, max(cap(m.entries), len(m.entries)-i))
+	copy(kept, m.entries[i:])
+	m.entries = kept
 	m.synced = max(m.synced-i, 0)
 	return nil
 }

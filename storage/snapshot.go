@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
+	"weak"
 
 	"github.com/polebench/polebench/zab"
 )
@@ -343,11 +345,17 @@ func (s *FileSnapshots) DeleteAbove(z zab.Zxid) error {
 	return nil
 }
 
-// MemSnapshots is a SnapshotStore in memory.
+// MemSnapshots is a SnapshotStore in memory. The stores of one process share the bytes
+// of equal snapshots (sharedSnaps): the simulator's servers all snapshot the same
+// preloaded tree.
 type MemSnapshots struct {
-	mu    sync.Mutex
-	keep  int
-	snaps map[zab.Zxid][]byte
+	mu     sync.Mutex
+	keep   int
+	snaps  map[zab.Zxid][]byte
+	shared map[zab.Zxid]sharedKey // snapshots whose bytes are in sharedSnaps
+	// parts are the snapshots kept as the pieces they were written in (WriteOwned);
+	// their snaps entry is nil.
+	parts map[zab.Zxid][][]byte
 	open  map[zab.Zxid]int // readers not closed yet, per snapshot
 	// spare is a dropped snapshot's buffer that no reader holds: the next Create
 	// writes into it rather than into fresh memory, which a large tree's compactions
@@ -362,7 +370,59 @@ func NewMemSnapshots(keep int) *MemSnapshots {
 	if keep <= 0 {
 		keep = 3
 	}
-	return &MemSnapshots{keep: keep, snaps: map[zab.Zxid][]byte{}, open: map[zab.Zxid]int{}}
+	return &MemSnapshots{keep: keep, snaps: map[zab.Zxid][]byte{}, shared: map[zab.Zxid]sharedKey{}, parts: map[zab.Zxid][][]byte{}, open: map[zab.Zxid]int{}}
+}
+
+// sharedSnaps holds, weakly, the bytes of snapshots the MemSnapshots of this process
+// made, by zxid and the size their writer announced (Grow): a sink writing the same
+// bytes as one of them keeps no copy of its own, so five servers that preloaded
+// 250 MB hold one snapshot of it, not five. holders counts the stores and the sinks
+// that may still read the bytes: only the last to let go may reuse them
+// (MemSnapshots.spare); a store abandoned without dropping leaves the count high,
+// which only forgoes that reuse.
+var sharedSnaps struct {
+	sync.Mutex
+	m map[sharedKey]*sharedSnap
+}
+
+type sharedKey struct {
+	zxid zab.Zxid
+	size int
+}
+
+type sharedSnap struct {
+	b       weak.Pointer[byte]
+	n       int // len of the bytes
+	holders int
+}
+
+// lookupShared is the live shared snapshot for k and its bytes, if any. Call with
+// sharedSnaps locked.
+func lookupShared(k sharedKey) (*sharedSnap, []byte) {
+	e := sharedSnaps.m[k]
+	if e == nil {
+		return nil, nil
+	}
+	p := e.b.Value()
+	if p == nil {
+		delete(sharedSnaps.m, k)
+		return nil, nil
+	}
+	return e, unsafe.Slice(p, e.n)
+}
+
+// release is a holder of k's shared bytes b letting go; it reports whether it was the
+// last. Call with sharedSnaps locked.
+func releaseShared(k sharedKey, b []byte) bool {
+	e, same := lookupShared(k)
+	if e == nil || &same[0] != &b[0] {
+		return false // not counted: others may hold these bytes still
+	}
+	if e.holders--; e.holders > 0 {
+		return false
+	}
+	delete(sharedSnaps.m, k)
+	return true
 }
 
 type memSink struct {
@@ -370,6 +430,14 @@ type memSink struct {
 	zxid zab.Zxid
 	buf  bytes.Buffer
 	done bool
+	// While what is written equals same[:off] (shared bytes this sink holds), nothing
+	// is copied; the first difference copies same[:off] into buf and goes on there.
+	key  sharedKey // set by Grow
+	same []byte
+	off  int
+	grow int // Grow's hint, for when the bytes part from same
+	// parts are what WriteOwned handed over, kept as they are.
+	parts [][]byte
 }
 
 // Create implements SnapshotStore.
@@ -377,13 +445,31 @@ func (m *MemSnapshots) Create(zxid zab.Zxid) (SnapshotSink, error) {
 	return &memSink{m: m, zxid: zxid}, nil
 }
 
-// Grow makes room for n bytes (SaveView passes the tree's size): in the spare buffer
-// if it is large enough, else in one allocation rather than by doubling.
+// Grow makes room for n bytes (SaveView passes the tree's size): none while the bytes
+// may be those of a shared snapshot of that size, then in the spare buffer if it is
+// large enough, else in one allocation rather than by doubling.
 func (k *memSink) Grow(n int) {
 	if k.buf.Len() > 0 {
 		k.buf.Grow(n)
 		return
 	}
+	if k.key == (sharedKey{}) && k.off == 0 && k.same == nil && n > 0 {
+		k.key = sharedKey{k.zxid, n}
+		sharedSnaps.Lock()
+		if e, same := lookupShared(k.key); e != nil {
+			e.holders++
+			k.same, k.grow = same, n
+		}
+		sharedSnaps.Unlock()
+		if k.same != nil {
+			return
+		}
+	}
+	k.alloc(n)
+}
+
+// alloc gives buf room for n bytes.
+func (k *memSink) alloc(n int) {
 	k.m.mu.Lock()
 	b := k.m.spare
 	if cap(b) >= n {
@@ -400,12 +486,43 @@ func (k *memSink) Write(p []byte) (int, error) {
 	if k.done {
 		return 0, ErrClosed
 	}
+	if k.same != nil {
+		if k.off+len(p) <= len(k.same) && bytes.Equal(k.same[k.off:k.off+len(p)], p) {
+			k.off += len(p)
+			return len(p), nil
+		}
+		k.alloc(max(k.grow, k.off+len(p)))
+		k.buf.Write(k.same[:k.off])
+		k.letGo()
+	}
 	return k.buf.Write(p)
+}
+
+// WriteOwned writes p and takes it: p must never change afterwards. A sink written
+// only this way keeps the pieces, not a copy of them (a snapshot received from the
+// leader is already in pieces that the loaded tree keeps too).
+func (k *memSink) WriteOwned(p []byte) (int, error) {
+	if k.done || k.buf.Cap() > 0 || k.same != nil {
+		return k.Write(p)
+	}
+	k.parts = append(k.parts, p)
+	return len(p), nil
+}
+
+// letGo releases the shared bytes the sink compared with.
+func (k *memSink) letGo() {
+	sharedSnaps.Lock()
+	releaseShared(k.key, k.same)
+	sharedSnaps.Unlock()
+	k.same = nil
 }
 
 func (k *memSink) Cancel() error {
 	if !k.done {
 		k.done = true
+		if k.same != nil {
+			k.letGo()
+		}
 		k.m.mu.Lock()
 		k.m.recycle(k.buf.Bytes())
 		k.m.mu.Unlock()
@@ -418,21 +535,72 @@ func (k *memSink) Close() error {
 		return ErrClosed
 	}
 	k.done = true
+	b, shared := k.buf.Bytes(), false
+	switch {
+	case k.same != nil && k.off == len(k.same):
+		b, shared = k.same, true // every byte was the same: the sink's hold is the store's
+	case k.same != nil: // a prefix of them
+		b = slices.Clone(k.same[:k.off])
+		k.letGo()
+	case k.key != (sharedKey{}) && len(b) > 0:
+		sharedSnaps.Lock()
+		if e, _ := lookupShared(k.key); e == nil {
+			if sharedSnaps.m == nil {
+				sharedSnaps.m = map[sharedKey]*sharedSnap{}
+			}
+			sharedSnaps.m[k.key] = &sharedSnap{b: weak.Make(&b[0]), n: len(b), holders: 1}
+			shared = true
+		}
+		sharedSnaps.Unlock()
+	}
+	k.same = nil
 	k.m.mu.Lock()
 	defer k.m.mu.Unlock()
-	k.m.snaps[k.zxid] = k.buf.Bytes()
+	if k.m.open[k.zxid] == 0 { // replacing a snapshot of the same zxid
+		k.m.unshare(k.zxid)
+	}
+	k.m.snaps[k.zxid] = b
+	delete(k.m.shared, k.zxid)
+	delete(k.m.parts, k.zxid)
+	if shared {
+		k.m.shared[k.zxid] = k.key
+	}
+	if len(k.parts) > 0 {
+		k.m.snaps[k.zxid], k.m.parts[k.zxid] = nil, k.parts
+		k.parts = nil
+	}
 	for _, m := range k.m.list()[min(k.m.keep, len(k.m.snaps)):] {
 		k.m.drop(m.Zxid)
 	}
 	return nil
 }
 
-// drop deletes snapshot z, keeping its buffer as the spare if no reader holds it.
+// drop deletes snapshot z, keeping its buffer as the spare if no reader holds it and
+// no other store shares it. Shared bytes a reader of this store still reads stay
+// counted as held, so that no other store reuses them.
 func (m *MemSnapshots) drop(z zab.Zxid) {
-	if m.open[z] == 0 {
+	if m.open[z] == 0 && m.unshare(z) {
 		m.recycle(m.snaps[z])
 	}
 	delete(m.snaps, z)
+	delete(m.shared, z)
+	delete(m.parts, z)
+}
+
+// unshare lets go of snapshot z's shared bytes (if they are) and reports whether no
+// other store or sink holds them.
+func (m *MemSnapshots) unshare(z zab.Zxid) bool {
+	k, ok := m.shared[z]
+	if !ok {
+		return true
+	}
+	delete(m.shared, z)
+	if len(m.snaps[z]) == 0 {
+		return false
+	}
+	sharedSnaps.Lock()
+	defer sharedSnaps.Unlock()
+	return releaseShared(k, m.snaps[z])
 }
 
 // recycle keeps b as the spare if it is the largest buffer on hand.
@@ -445,7 +613,11 @@ func (m *MemSnapshots) recycle(b []byte) {
 func (m *MemSnapshots) list() []SnapshotMeta {
 	out := make([]SnapshotMeta, 0, len(m.snaps))
 	for z, b := range m.snaps {
-		out = append(out, SnapshotMeta{Zxid: z, Size: int64(len(b))})
+		size := int64(len(b))
+		for _, p := range m.parts[z] {
+			size += int64(len(p))
+		}
+		out = append(out, SnapshotMeta{Zxid: z, Size: size})
 	}
 	slices.SortFunc(out, func(a, b SnapshotMeta) int { return cmp.Compare(b.Zxid, a.Zxid) })
 	return out
@@ -467,14 +639,29 @@ func (m *MemSnapshots) Open(z zab.Zxid) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("storage: snapshot %v: %w", z, os.ErrNotExist)
 	}
 	m.open[z]++
-	return &memReader{Reader: bytes.NewReader(b), m: m, z: z}, nil
+	var r io.Reader = bytes.NewReader(b)
+	if ps := m.parts[z]; len(ps) > 0 {
+		rs := make([]io.Reader, len(ps))
+		for i, p := range ps {
+			rs[i] = bytes.NewReader(p)
+		}
+		r = io.MultiReader(rs...)
+	}
+	return &memReader{r: r, m: m, z: z}, nil
 }
 
 // memReader reads a snapshot and, closed, lets its buffer be reused once dropped.
 type memReader struct {
-	*bytes.Reader
+	r io.Reader
 	m *MemSnapshots
 	z zab.Zxid
+}
+
+func (r *memReader) Read(p []byte) (int, error) {
+	if r.m == nil {
+		return 0, ErrClosed
+	}
+	return r.r.Read(p)
 }
 
 func (r *memReader) Close() error {
@@ -486,7 +673,7 @@ func (r *memReader) Close() error {
 		delete(r.m.open, r.z)
 	}
 	r.m.mu.Unlock()
-	r.m, r.Reader = nil, bytes.NewReader(nil)
+	r.m, r.r = nil, nil
 	return nil
 }
 

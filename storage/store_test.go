@@ -563,6 +563,110 @@ func TestMemSnapshotsReuse(t *testing.T) {
 	}
 }
 
+// TestMemSnapshotsShared: stores that write the same snapshot hold one copy of its
+// bytes; one that writes other bytes, or a prefix, holds its own; and the shared
+// bytes are reused (as a dropped snapshot's buffer) only once no store holds them.
+func TestMemSnapshotsShared(t *testing.T) {
+	const size = 1 << 20
+	const z = zab.Zxid(1<<40 + 7) // a zxid no other test uses: the sharing is process-wide
+	content := func(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
+	write := func(s *MemSnapshots, z zab.Zxid, data []byte) {
+		k, err := s.Create(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.(*memSink).Grow(size)
+		for len(data) > 0 { // in pieces, as a tree is written
+			n := min(len(data), 4096)
+			if _, err := k.Write(data[:n]); err != nil {
+				t.Fatal(err)
+			}
+			data = data[n:]
+		}
+		if err := k.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(s *MemSnapshots, z zab.Zxid) []byte {
+		rc, err := s.Open(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b, c, d := NewMemSnapshots(1), NewMemSnapshots(1), NewMemSnapshots(1), NewMemSnapshots(1)
+	write(a, z, content(1, size))
+	write(b, z, content(1, size))
+	if &a.snaps[z][0] != &b.snaps[z][0] {
+		t.Error("two stores hold two copies of the same snapshot")
+	}
+	other := append(content(1, size/2), content(2, size/2)...)
+	write(c, z, other)
+	write(d, z, content(1, size/2))
+	if !bytes.Equal(read(c, z), other) || !bytes.Equal(read(d, z), content(1, size/2)) {
+		t.Fatal("a snapshot that parts from the shared one, or is a prefix of it, read back wrong")
+	}
+	if &c.snaps[z][0] == &a.snaps[z][0] || &d.snaps[z][0] == &a.snaps[z][0] {
+		t.Error("a different snapshot shares the bytes")
+	}
+	// a drops its copy (keep 1) and writes into its spare: not the bytes b still holds.
+	write(a, z+1, content(3, size))
+	write(a, z+2, content(4, size))
+	if !bytes.Equal(read(b, z), content(1, size)) {
+		t.Fatal("a store reused shared bytes another store still held")
+	}
+	shared := &b.snaps[z][0]
+	write(b, z+1, content(5, size)) // b was the last holder: its spare is the shared bytes
+	if b.spare == nil || &b.spare[:1][0] != shared {
+		t.Error("the last holder of shared bytes did not keep them as its spare")
+	}
+}
+
+// TestMemSnapshotsOwned: a snapshot written with WriteOwned keeps its pieces (no
+// copy) and reads back whole.
+func TestMemSnapshotsOwned(t *testing.T) {
+	s := NewMemSnapshots(1)
+	k, _ := s.Create(5)
+	pieces := [][]byte{[]byte("snap"), bytes.Repeat([]byte{7}, 1000), []byte("shot")}
+	for _, p := range pieces {
+		if _, err := k.(*memSink).WriteOwned(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if metas, _ := s.List(); len(metas) != 1 || metas[0].Size != 1008 {
+		t.Errorf("list %+v, want one snapshot of 1008 bytes", metas)
+	}
+	if &s.parts[5][1][0] != &pieces[1][0] {
+		t.Error("the pieces were copied")
+	}
+	rc, err := s.Open(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(got, bytes.Join(pieces, nil)) {
+		t.Errorf("read back %d bytes (%v)", len(got), err)
+	}
+	rc.Close()
+	write := func(z zab.Zxid) { // a later snapshot drops it (keep 1)
+		k, _ := s.Create(z)
+		k.Write([]byte("next"))
+		k.Close()
+	}
+	write(6)
+	if _, err := s.Open(5); err == nil || len(s.parts) != 0 {
+		t.Error("the dropped snapshot's pieces are still there")
+	}
+}
+
 // TestSaveViewSizeHint: the room SaveView asks for holds a preloaded tree's snapshot,
 // so the sink never grows by doubling.
 func TestSaveViewSizeHint(t *testing.T) {

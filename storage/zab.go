@@ -174,6 +174,12 @@ func (s *Store) Persist(ops []zab.Op) (*datatree.Tree, error) {
 	return installed, s.Log.Sync()
 }
 
+// ownedWriter is a sink that can keep what it is written instead of copying it
+// (MemSnapshots').
+type ownedWriter interface {
+	WriteOwned(p []byte) (int, error)
+}
+
 // chunk streams a received snapshot into the store and loads it as it comes (the
 // loaded tree keeps c.Data); the last chunk installs it, once it has loaded whole.
 func (s *Store) chunk(c *zab.SnapshotChunk) (*datatree.Tree, error) {
@@ -185,8 +191,10 @@ func (s *Store) chunk(c *zab.SnapshotChunk) (*datatree.Tree, error) {
 		if err != nil {
 			return nil, err
 		}
-		if metas, err := s.Snapshots.List(); err == nil && len(metas) > 0 {
-			grow(k, metas[0].Size) // the leader's tree is about as large as ours
+		if _, owns := k.(ownedWriter); !owns {
+			if metas, err := s.Snapshots.List(); err == nil && len(metas) > 0 {
+				grow(k, metas[0].Size) // the leader's tree is about as large as ours
+			}
 		}
 		s.recv, s.recvZxid, s.recvSeq, s.recvLoad = k, c.Zxid, 0, datatree.NewLoader()
 	} else if s.recv == nil || c.Zxid != s.recvZxid || c.Seq != s.recvSeq+1 {
@@ -194,7 +202,11 @@ func (s *Store) chunk(c *zab.SnapshotChunk) (*datatree.Tree, error) {
 	}
 	s.recvSeq = c.Seq
 	k := s.recv
-	if _, err := k.Write(c.Data); err != nil {
+	write := k.Write
+	if o, ok := k.(ownedWriter); ok {
+		write = o.WriteOwned // the loader below keeps c.Data too: it never changes
+	}
+	if _, err := write(c.Data); err != nil {
 		return nil, s.cancelRecv(err)
 	}
 	if _, err := s.recvLoad.Write(c.Data); err != nil {

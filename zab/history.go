@@ -11,6 +11,11 @@ import (
 type history struct {
 	base Zxid
 	ents []Entry
+	// arr is the array ents was last allocated in (length 0, its whole capacity):
+	// trimming leaves room at its front, which append reuses by moving ents back to
+	// the start instead of allocating and copying into a new array (every write
+	// trims one entry and appends one, on every server).
+	arr []Entry
 }
 
 func (h *history) last() Zxid {
@@ -72,8 +77,28 @@ func (h *history) append(es []Entry) error {
 		}
 		prev = e.Zxid
 	}
+	if len(h.ents)+len(es) > cap(h.ents) && !h.slide(len(es)) {
+		// A roomy array, so that trimming frees enough at its front to slide into.
+		grown := make([]Entry, len(h.ents), 4*(len(h.ents)+len(es)))
+		copy(grown, h.ents)
+		h.ents, h.arr = grown, grown[:0]
+	}
 	h.ents = append(h.ents, es...)
 	return nil
+}
+
+// slide moves ents to the start of arr if that makes room for need more and frees at
+// least as much as it copies; it reports whether it did.
+func (h *history) slide(need int) bool {
+	off := cap(h.arr) - cap(h.ents)
+	if len(h.ents) == 0 || off < len(h.ents) || len(h.ents)+need > cap(h.arr) ||
+		&h.arr[:off+1][off] != &h.ents[0] { // ents was set from elsewhere
+		return false
+	}
+	n := copy(h.arr[:len(h.ents)], h.ents)
+	clear(h.arr[off : off+n]) // the old places (trim cleared those before them): let their data go
+	h.ents = h.arr[:n]
+	return true
 }
 
 // truncate drops every entry after z; z must be base or a known entry.

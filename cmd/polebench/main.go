@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"time"
 )
 
 // profileEnv names a file for a CPU profile of the whole command: how the harness's
@@ -13,6 +14,9 @@ import (
 const profileEnv = "POLEBENCH_CPUPROFILE"
 
 func main() {
+	if path := os.Getenv(heapProfileEnv); path != "" {
+		go watchHeap(path, 250*time.Millisecond)
+	}
 	if path := os.Getenv(profileEnv); path != "" {
 		f, err := os.Create(path)
 		if err == nil {
