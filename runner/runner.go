@@ -170,7 +170,10 @@ func (r *repetitionRun) run(ctx context.Context) (*Repetition, error) {
 			herr = fmt.Errorf("verification: %w", err)
 		}
 	}
-	if ctx.Err() != nil && t.Spec.Backend != backend.Sim {
+	switch {
+	case ctx.Err() != nil && t.Spec.Backend == backend.Sim:
+		herr = errors.Join(herr, fmt.Errorf("interrupted: what was simulated is in %s", r.dir))
+	case ctx.Err() != nil:
 		herr = errors.Join(herr, fmt.Errorf("interrupted at %v: what was measured is in %s", time.Since(r.start).Round(time.Second), r.dir))
 	}
 	return rep, herr

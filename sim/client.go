@@ -91,13 +91,16 @@ func (s *Sim) load(ctx context.Context) {
 		s.pace(c)
 	}
 	nemesis.Play(ctx, clock{s}, target{s}, s.cfg.Faults, s.observer())
-	if s.runUntil(ctx, s.start+int64(s.cfg.Duration)) != nil {
-		return
+	if s.runUntil(ctx, s.start+int64(s.cfg.Duration)) == nil {
+		s.runWhile(ctx, s.inFlight, time.Millisecond, drainFor)
 	}
-	s.runWhile(ctx, s.inFlight, time.Millisecond, drainFor)
+	why := "still in flight after the drain"
+	if ctx.Err() != nil { // interrupted: what was in flight may yet commit
+		why = "in flight when the run was interrupted"
+	}
 	for _, r := range s.reqs {
 		if !r.ended {
-			r.end(workload.Unknown, "still in flight after the drain", datatree.Stat{})
+			r.end(workload.Unknown, why, datatree.Stat{})
 		}
 	}
 	s.harness = append(s.harness, analysis.HarnessRecord(s.since(), event.LoadEnd, 0, nil))

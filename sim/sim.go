@@ -483,13 +483,16 @@ func (s *Sim) setup(ctx context.Context) error {
 // finish lets the cluster settle, reads every live server's keys as the verification
 // does, and gathers the timelines.
 func (s *Sim) finish(ctx context.Context) (*Result, error) {
-	caughtUp := func() bool {
-		var commit zab.Zxid
+	leaderCommit := func() (commit zab.Zxid) {
 		for _, srv := range s.live() {
 			if st := srv.d.Status(); st.Serving && st.Leader == srv.id {
 				commit = st.Committed
 			}
 		}
+		return commit
+	}
+	caughtUp := func() bool {
+		commit := leaderCommit()
 		for _, srv := range s.live() {
 			if st := srv.d.Status(); !st.Serving || st.Applied < commit || commit == 0 {
 				return false
@@ -508,11 +511,14 @@ func (s *Sim) finish(ctx context.Context) (*Result, error) {
 		}
 	}
 	// The read-back syncs with the leader before it reads (workload.Verify), which a
-	// server that does not serve cannot do: only serving servers are read.
+	// server that does not serve cannot do, and which a server behind the leader's
+	// commit has not done yet (the run was interrupted, or did not converge): only
+	// serving servers that caught up are read.
 	var finals []workload.Final
 	var ids []int
+	commit := leaderCommit()
 	for _, srv := range s.live() {
-		if !srv.d.Status().Serving {
+		if st := srv.d.Status(); !st.Serving || st.Applied < commit {
 			continue
 		}
 		ids = append(ids, srv.id)
