@@ -556,9 +556,11 @@ func readJSON(t *testing.T, path string, v any) {
 }
 
 // TestPartition splits the two-DC cluster into D1 (p1, p2) and D2 (p3, p4, p5) for 6 s:
-// the majority side keeps its leader and commits, D1's clients see failures (never a
-// wrong answer), and after the heal nothing acknowledged is lost and the history is
-// linearizable.
+// no server of the minority side leads while it is cut off, D1's clients see failures
+// (never a wrong answer), and after the heal nothing acknowledged is lost and the
+// history is linearizable. That the majority keeps p5 throughout is a timing claim (a
+// starved host delays p5's heartbeats: a CI rehearsal saw p4 take over after the
+// heal), asserted in the simulator: sim's TestMajorityKeepsItsLeader.
 func TestPartition(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -593,8 +595,10 @@ func TestPartition(t *testing.T) {
 			cuts++
 		case e.Source == analysis.SourceHarness && e.Kind == event.Heal && e.Error == "":
 			heals++
+		case e.Source == analysis.SourceNode && e.Kind == event.Leading && e.Server <= 2 && e.AtMS >= 8000 && e.AtMS < 14000:
+			t.Errorf("p%d of the cut-off minority leads at %.0f ms", e.Server, e.AtMS)
 		case e.Source == analysis.SourceNode && e.Kind == event.Leading && e.Server != 5 && e.AtMS > 0:
-			t.Errorf("p%d took over at %.0f ms: the majority side should keep p5", e.Server, e.AtMS)
+			t.Logf("p%d took over at %.0f ms (the host's timing: see TestMajorityKeepsItsLeader)", e.Server, e.AtMS)
 		}
 	}
 	if cuts != 1 || heals != 1 {
