@@ -65,11 +65,8 @@ bench: build
 ## No test compares a latency or a duration on a real backend with the model or a bound,
 ## and none measures again until it passes: so packages run side by side. Fidelity is
 ## `make nightly`'s; speed is `go test -bench`'s (reported, never asserted).
-## The packages that run longest start first (go test runs as many at once as there are
-## cores, in the order given): the real clusters' runs last minutes, the rest seconds.
-TESTPKGS ?= $(if $(filter ./...,$(PKGS)),./runner ./campaign ./cluster/docker ./cluster/swarm ./cmd/polebench ./...,$(PKGS))
 test:
-	$(GO) test -timeout 25m $(TESTPKGS)
+	$(GO) test -timeout 25m $(PKGS)
 
 ## check-broken: the proof that polebench check catches two replicas broken on purpose
 ## (docs/faults.md): a search over seeds on the local backend's real timing, a few minutes.
