@@ -78,6 +78,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		res           *sim.Result
 		unsafe, stuck error
 	}
+	replay := replayArgs(args, "from", "seeds", "jobs")
 	// Seeds run on every core; their outcomes are reported in seed order.
 	workers := min(pool.Workers(0, *jobs), *seeds)
 	line := progress.New(stdout)
@@ -94,22 +95,21 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		if ctx.Err() != nil {
 			return // cut short: neither safe nor unsafe
 		}
-		if o.stuck != nil {
-			stuck = append(stuck, o.seed)
-			dir := filepath.Join(*out, fmt.Sprintf("seed-%d", o.seed))
-			line.Note("seed %d: liveness: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench sim check %s --from %d --seeds 1",
-				o.seed, o.stuck, o.cfg.Faults, dir, sp.Name, o.seed)
-			if o.unsafe == nil {
-				if werr := writeCheck(dir, o.test, o.res); werr != nil {
-					line.Note("  (could not write it: %v)", werr)
-				}
-			}
-		}
-		if o.unsafe != nil {
+		verdict, why := "FAILED", o.unsafe
+		switch {
+		case o.unsafe != nil:
 			failed++
+			if o.stuck != nil {
+				stuck = append(stuck, o.seed)
+			}
+		case o.stuck != nil:
+			stuck = append(stuck, o.seed)
+			verdict, why = "did not converge", o.stuck
+		}
+		if why != nil {
 			dir := filepath.Join(*out, fmt.Sprintf("seed-%d", o.seed))
-			line.Note("seed %d FAILED: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench sim check %s --from %d --seeds 1",
-				o.seed, o.unsafe, o.cfg.Faults, dir, sp.Name, o.seed)
+			line.Note("seed %d %s: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench sim check%s --from %d --seeds 1",
+				o.seed, verdict, why, o.cfg.Faults, dir, replay, o.seed)
 			if werr := writeCheck(dir, o.test, o.res); werr != nil {
 				line.Note("  (could not write it: %v)", werr)
 			}
