@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/datatree"
@@ -57,6 +60,10 @@ type server struct {
 	// The nemesis's (faults.go): paused until then (0 when running), and the extra ns
 	// per log write of a slow disk.
 	pausedUntil, slowDisk int64
+
+	// sentChunks are the chunks of the snapshot the server streamed last, weakly: the
+	// next stream reuses those its followers still hold.
+	sentChunks []sentChunk
 }
 
 func newServer(s *Sim, id int) (*server, error) {
@@ -399,8 +406,14 @@ func (io *serverIO) SendSnapshot(m zab.Message, view *datatree.View) {
 	// poled writes the view in a goroutine beside its loop: a chunk is ready once the
 	// bytes before it are written, at the measured rate.
 	start, written := s.now, 0
+	prev, sent := io.sentChunks, []sentChunk(nil)
 	w, err := zab.NewChunkWriter(m, snapChunk, func(c zab.Message) error {
-		c.Data = slices.Clone(c.Data) // the writer reuses it; the link carries the message
+		c.Data = (*server)(io).chunk(prev, int(c.Seq), c.Data)
+		k := sentChunk{n: len(c.Data)}
+		if k.n > 0 {
+			k.p = weak.Make(&c.Data[0])
+		}
+		sent = append(sent, k)
 		written += len(c.Data)
 		d := delivery{to: s.servers[c.To], zab: c, sent: start + rateCost(written, s.cfg.SnapshotWriteRate)}
 		(*server)(io).send(&d, chBroadcast, c.EncodedSize())
@@ -415,6 +428,29 @@ func (io *serverIO) SendSnapshot(m zab.Message, view *datatree.View) {
 	if err != nil {
 		s.fail(fmt.Errorf("sim: p%d: stream snapshot: %w", io.id, err))
 	}
+	io.sentChunks = sent
+}
+
+// chunk is a copy of data, the seq'th chunk of a snapshot being streamed (the writer
+// reuses its buffer; the link carries the message), or the same chunk of the
+// snapshot streamed before when its bytes are equal: a leader that sends the same
+// state to several followers holds it once, as do the followers' stores and trees
+// that keep the chunks they received.
+func (v *server) chunk(prev []sentChunk, seq int, data []byte) []byte {
+	if seq < len(prev) && prev[seq].n == len(data) {
+		if p := prev[seq].p.Value(); p != nil {
+			if same := unsafe.Slice(p, len(data)); bytes.Equal(same, data) {
+				return same
+			}
+		}
+	}
+	return slices.Clone(data)
+}
+
+// sentChunk is a chunk's bytes, weakly held.
+type sentChunk struct {
+	p weak.Pointer[byte]
+	n int
 }
 
 // rateCost is how long n bytes take at rate bytes/s (no time for a rate of 0).
