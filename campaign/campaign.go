@@ -312,19 +312,6 @@ func Done(runDir string) bool {
 	return err == nil
 }
 
-// Undone counts the runs of the campaign in dir that are not finished.
-func (c *Campaign) Undone(dir string) int {
-	n := 0
-	for _, p := range c.Points() {
-		for rep := 1; rep <= c.Repetitions; rep++ {
-			if !Done(RunDir(dir, p, rep)) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // Options configure Run.
 type Options struct {
 	Dir      string // the campaign directory
@@ -338,6 +325,11 @@ type Options struct {
 	// Tally, when set, counts the runs of several campaigns (reproduce's figures): a
 	// campaign none of whose runs has finished yet takes its ETA from their pace.
 	Tally *progress.Tally
+	// Shared, when set, holds the simulated runs finished by the campaigns before this
+	// one (reproduce's figures): a run with the key of one of them takes its files
+	// rather than being simulated again, and this campaign's runs join it. It takes
+	// RunOne's runs to be determined by their spec, as the simulator's are.
+	Shared *Shared
 }
 
 // Run runs every point's repetitions that are not done yet, then writes results.csv
@@ -366,19 +358,30 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 	pts := c.Points()
 	total := len(pts) * c.Repetitions
 	type job struct {
-		p   Point
-		rep int
-		rd  string
-		sp  *spec.Spec
-		err error
+		p    Point
+		rep  int
+		rd   string
+		sp   *spec.Spec
+		err  error
+		key  string // runKey, for a simulated run another campaign may share
+		from string // a finished run with the same key, whose files this one takes
 	}
 	var jobs []job
 	var sps []*spec.Spec
+	sims := 0 // the jobs that simulate (or measure) rather than share
 	for _, p := range pts {
 		for rep := 1; rep <= c.Repetitions; rep++ {
 			if rd := RunDir(o.Dir, p, rep); !Done(rd) {
 				sp, err := c.SpecFor(p, rep)
-				jobs = append(jobs, job{p, rep, rd, sp, err})
+				j := job{p: p, rep: rep, rd: rd, sp: sp, err: err}
+				if o.Shared != nil && err == nil {
+					j.key, _ = runKey(sp)
+					j.from = o.Shared.find(j.key)
+				}
+				if j.from == "" {
+					sims++
+				}
+				jobs = append(jobs, j)
 				sps = append(sps, sp)
 			}
 		}
@@ -390,21 +393,29 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 		line.Note("[%s] %d of %d runs already done: resuming", c.Name, done, total)
 	}
 	if todo > 0 {
-		line.Note("[%s] %s to go (%s x %s), %d at a time", c.Name, plural(todo, "run"), plural(len(pts), "point"), plural(c.Repetitions, "repetition"), workers)
+		var sharing string
+		if n := todo - sims; n > 0 {
+			sharing = fmt.Sprintf("; %d of them identical to runs another figure simulated, shared rather than simulated again", n)
+		}
+		line.Note("[%s] %s to go (%s x %s), %d at a time%s", c.Name, plural(todo, "run"), plural(len(pts), "point"), plural(c.Repetitions, "repetition"), workers, sharing)
 	}
 	jobCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	own := progress.NewTally(todo)
-	took := make([]time.Duration, len(jobs)) // written by job i, read once it is handed on
+	own := progress.NewTally(sims) // shared runs take no time: the pace is the simulated ones'
 	// eta is the campaign's time left: from its own finished runs, else from the pace
 	// of the other campaigns' (reproduce), else unknown until the first run finishes.
 	eta := func() string {
+		n, left := own.Counts()
+		left -= n
+		if left == 0 {
+			return progress.ETAString(0, true, "run")
+		}
 		if d, ok := own.ETA(); ok {
 			return progress.ETAString(d, true, "run")
 		}
 		if o.Tally != nil {
 			if pace, ok := o.Tally.Pace(); ok {
-				return progress.ETAString(pace*time.Duration(todo), true, "run")
+				return progress.ETAString(pace*time.Duration(left), true, "run")
 			}
 		}
 		return progress.ETAString(0, false, "run")
@@ -417,28 +428,40 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 		n, total := o.Tally.Counts()
 		return fmt.Sprintf("; all: %d of %d runs, %s", n, total, progress.ETAString(d, ok, "run"))
 	}
+	type ran struct {
+		err  error
+		took time.Duration
+	}
 	var errs []error
-	pool.Ordered(jobCtx, len(jobs), workers, func(i int) error {
+	pool.Ordered(jobCtx, len(jobs), workers, func(i int) ran {
 		j := jobs[i]
 		if j.err != nil {
-			return j.err
+			return ran{err: j.err}
 		}
 		if line.Live() {
 			line.Update("[%s] run %d of %d: %s rep %d/%d; campaign %s%s",
 				c.Name, total-todo+i+1, total, settingsString(j.p.Settings), j.rep, c.Repetitions, eta(), overall())
 		}
 		t0 := time.Now()
-		defer func() { took[i] = time.Since(t0) }()
 		os.RemoveAll(j.rd) // a half-written run starts afresh
-		return o.RunOne(jobCtx, j.sp, j.rd)
-	}, func(i int, err error) {
-		j := jobs[i]
-		own.Finish()
-		if o.Tally != nil {
-			o.Tally.Finish()
+		if j.from != "" {
+			if err := linkRun(j.from, j.rd); err != nil {
+				return ran{err: fmt.Errorf("share %s: %w", j.from, err)}
+			}
+			return ran{took: time.Since(t0)}
+		}
+		err := o.RunOne(jobCtx, j.sp, j.rd)
+		return ran{err, time.Since(t0)}
+	}, func(i int, r ran) {
+		j, err := jobs[i], r.err
+		if j.from == "" {
+			own.Finish()
+			if o.Tally != nil {
+				o.Tally.Finish()
+			}
 		}
 		what := fmt.Sprintf("[%s] run %d of %d", c.Name, total-todo+i+1, total)
-		if err == nil || (ctx.Err() == nil && hasSummary(j.rd)) {
+		if err == nil || (ctx.Err() == nil && j.from == "" && hasSummary(j.rd)) {
 			// A run whose checks failed (say, a lost write) is still a measured run.
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s rep %d: %w", j.p.Dir(), j.rep, err))
@@ -449,8 +472,19 @@ func Run(ctx context.Context, c *Campaign, o Options) error {
 				return
 			}
 			done++
-			msg := fmt.Sprintf("%s done: %s rep %d/%d%s, %.1f s; campaign %s%s", what, settingsString(j.p.Settings), j.rep, c.Repetitions,
-				electedNote(j.rd), took[i].Seconds(), eta(), overall())
+			var msg string
+			if j.from != "" {
+				msg = fmt.Sprintf("%s shared: %s rep %d/%d%s, identical to %s; campaign %s%s", what, settingsString(j.p.Settings), j.rep, c.Repetitions,
+					electedNote(j.rd), relTo(filepath.Dir(o.Dir), j.from), eta(), overall())
+			} else {
+				if err == nil {
+					// Only a run without errors is shared: one whose checks failed is
+					// simulated again, so that each figure reports its failure.
+					o.Shared.add(j.key, j.rd)
+				}
+				msg = fmt.Sprintf("%s done: %s rep %d/%d%s, %.1f s; campaign %s%s", what, settingsString(j.p.Settings), j.rep, c.Repetitions,
+					electedNote(j.rd), r.took.Seconds(), eta(), overall())
+			}
 			if line.Live() {
 				line.Update("%s", msg)
 			} else {
@@ -490,6 +524,14 @@ func electedNote(dir string) string {
 		return ""
 	}
 	return fmt.Sprintf(", elected p%d", s.NewLeader)
+}
+
+// relTo is path relative to base, or path itself if it has no relative form.
+func relTo(base, path string) string {
+	if r, err := filepath.Rel(base, path); err == nil {
+		return r
+	}
+	return path
 }
 
 func hasSummary(dir string) bool {

@@ -78,7 +78,8 @@ func (o ReproduceOptions) Prepare(c *Campaign) (*Campaign, error) {
 
 // Reproduce runs the paper's evaluation as campaigns, one directory each under Out,
 // then writes report.md and report.html there. Finished runs are kept: running it
-// again resumes.
+// again resumes. A simulated run that two figures have (Fig. 7c's are Fig. 7b's) is
+// simulated once and shared (Options.Shared).
 func Reproduce(ctx context.Context, o ReproduceOptions) (*Report, error) {
 	names := Figures
 	if len(o.Only) > 0 {
@@ -92,7 +93,10 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*Report, error) {
 	var dirs []string
 	var errs []error
 	var cs []*Campaign
-	todo := 0 // runs not done yet, over every figure: the whole evaluation's ETA
+	// Figures share the simulated runs they have in common (Fig. 7c's are Fig. 7b's):
+	// the whole evaluation's ETA counts the runs not done yet that none shares.
+	shared := NewShared()
+	todo, sims := 0, 0
 	for _, n := range names {
 		c, err := Shipped(n)
 		if err != nil {
@@ -102,13 +106,18 @@ func Reproduce(ctx context.Context, o ReproduceOptions) (*Report, error) {
 			return nil, err
 		}
 		cs = append(cs, c)
-		todo += c.Undone(filepath.Join(o.Out, n))
+		t, s := shared.plan(c, filepath.Join(o.Out, n))
+		todo += t
+		sims += t - s
 	}
-	tally := progress.NewTally(todo)
+	if todo > sims {
+		progress.New(o.Progress).Note("%s to go, %d of them identical to another figure's: %d to simulate", plural(todo, "run"), todo-sims, sims)
+	}
+	tally := progress.NewTally(sims)
 	for i, n := range names {
 		c := cs[i]
 		dir := filepath.Join(o.Out, n)
-		if err := Run(ctx, c, Options{Dir: dir, Progress: o.Progress, Log: o.Log, Jobs: o.Jobs, Tally: tally}); err != nil {
+		if err := Run(ctx, c, Options{Dir: dir, Progress: o.Progress, Log: o.Log, Jobs: o.Jobs, Tally: tally, Shared: shared}); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", n, err))
 		}
 		dirs = append(dirs, dir)
