@@ -45,6 +45,9 @@ type Driver struct {
 	// pingAt: when each peer's latest heartbeat arrived, so its pong can say how long
 	// it waited here.
 	pingAt map[int]time.Duration
+	// results and found: broadcastReady's arrays, kept between Readies.
+	results []datatree.Result
+	found   []bool
 
 	tr *tracer // nil unless Config.Trace
 }
@@ -286,8 +289,13 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		d.io.Fail(err)
 		return
 	}
-	results := make([]datatree.Result, len(rd.Results)) // no allocation for none
-	found := make([]bool, len(rd.Results))
+	// A Ready with results is one per client write: they are gathered in the
+	// Driver's arrays, taken while in use (a done callback that drains again makes
+	// its own).
+	results, found := d.results[:0], d.found[:0]
+	d.results, d.found = nil, nil
+	results = append(results, make([]datatree.Result, len(rd.Results))...) // no allocation for none, or within capacity
+	found = append(found, make([]bool, len(rd.Results))...)
 	if installed != nil || len(rd.Committed) > 0 { // most Readies only send or persist
 		d.apply(rd, installed, results, found)
 	}
@@ -308,6 +316,8 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		}
 		done(zkserver.Outcome{Result: results[i]})
 	}
+	clear(results) // what the results point to is not kept alive
+	d.results, d.found = results, found
 	for _, e := range rd.Events {
 		d.io.Record(event.Event{Kind: e.Type.Kind(), Epoch: e.Epoch, Leader: e.Leader, Zxid: e.Zxid, Reason: e.Reason})
 		d.log.Info("broadcast", "event", e.String())

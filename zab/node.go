@@ -119,6 +119,7 @@ type Node struct {
 	deferred []deferredMsg
 	events   []Event
 	results  []Result
+	resSpare []Result        // the array of the Ready before last's Results, reused as spare is
 	pending  map[uint64]bool // this server's requests awaiting their commit
 	peerSet  map[int]bool    // the configured servers
 	early    map[int]Message // FOLLOWERINFOs received while looking, by sender
@@ -391,7 +392,10 @@ func (n *Node) Ready() Ready {
 	if rd.Committed != nil {
 		n.comSpare = rd.Committed
 	}
-	rd.Results, n.results = n.results, nil
+	// A Ready with results is one per client write: their arrays alternate as the
+	// messages' do rather than one being made for each.
+	clear(n.resSpare)
+	rd.Results, n.results, n.resSpare = n.results, n.resSpare[:0], n.results
 	rd.Events, n.events = n.events, nil
 	return rd
 }
