@@ -232,19 +232,6 @@ func (v *server) mark(m trace.Mark) {
 	*last = append(*last, m)
 }
 
-// allMarks is the server's marks in one slice.
-func (v *server) allMarks() []trace.Mark {
-	n := 0
-	for _, c := range v.marks {
-		n += len(c)
-	}
-	out := make([]trace.Mark, 0, n)
-	for _, c := range v.marks {
-		out = append(out, c...)
-	}
-	return out
-}
-
 // usable is the workload's test: not marked down, and a session (it serves, and a
 // client's session has reconnected).
 func (v *server) usable() bool {
