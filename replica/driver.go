@@ -292,10 +292,16 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 	// A Ready with results is one per client write: they are gathered in the
 	// Driver's arrays, taken while in use (a done callback that drains again makes
 	// its own).
-	results, found := d.results[:0], d.found[:0]
-	d.results, d.found = nil, nil
-	results = append(results, make([]datatree.Result, len(rd.Results))...) // no allocation for none, or within capacity
-	found = append(found, make([]bool, len(rd.Results))...)
+	var results []datatree.Result
+	var found []bool
+	if n := len(rd.Results); n > 0 {
+		results, found, d.results, d.found = d.results, d.found, nil, nil
+		if n > cap(results) {
+			results, found = make([]datatree.Result, n), make([]bool, n)
+		}
+		results, found = results[:n], found[:n]
+		clear(found)
+	}
 	if installed != nil || len(rd.Committed) > 0 { // most Readies only send or persist
 		d.apply(rd, installed, results, found)
 	}
@@ -316,8 +322,10 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		}
 		done(zkserver.Outcome{Result: results[i]})
 	}
-	clear(results) // what the results point to is not kept alive
-	d.results, d.found = results, found
+	if results != nil {
+		clear(results) // what the results point to is not kept alive
+		d.results, d.found = results, found
+	}
 	for _, e := range rd.Events {
 		d.io.Record(event.Event{Kind: e.Type.Kind(), Epoch: e.Epoch, Leader: e.Leader, Zxid: e.Zxid, Reason: e.Reason})
 		d.log.Info("broadcast", "event", e.String())
