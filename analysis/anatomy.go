@@ -104,6 +104,16 @@ type JoinStats struct {
 // marks (server id -> marks). start is the run's start in the servers' clock: a
 // record's offsets plus start are instants of that clock.
 func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Path, JoinStats) {
+	chunks := make(map[int][][]trace.Mark, len(marks))
+	for s, ms := range marks {
+		chunks[s] = [][]trace.Mark{ms}
+	}
+	return JoinChunks(recs, chunks, start)
+}
+
+// JoinChunks is Join of each server's marks in pieces, in order: the simulator gathers
+// a run's millions in chunks, and a copy into one slice each was 3 % of a run.
+func JoinChunks(recs []workload.Record, marks map[int][][]trace.Mark, start int64) ([]Path, JoinStats) {
 	// A path takes each kind of mark from one server: its own (S) from the server the
 	// record names, the leader's (L) from the server that proposed it, the follower's
 	// (F) from the one whose ACK completed the quorum. The three sets of kinds are
@@ -139,47 +149,51 @@ func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Pa
 	// one counts (the map's random order chose before; runs never have two).
 	ids := slices.Sorted(maps.Keys(marks))
 	for _, s := range ids {
-		for _, m := range marks[s] {
-			if m.Kind != trace.Proposed && m.Kind != trace.Quorum {
-				continue
-			}
-			if e := at.get(m.Zxid); e != nil {
-				if m.Kind == trace.Proposed {
-					e.leader = s
-				} else {
-					e.peer = int(m.Peer)
+		for _, c := range marks[s] {
+			for _, m := range c {
+				if m.Kind != trace.Proposed && m.Kind != trace.Quorum {
+					continue
+				}
+				if e := at.get(m.Zxid); e != nil {
+					if m.Kind == trace.Proposed {
+						e.leader = s
+					} else {
+						e.peer = int(m.Peer)
+					}
 				}
 			}
 		}
 	}
 	for _, s := range ids {
-		for _, m := range marks[s] {
-			e := at.get(m.Zxid)
-			if e == nil {
-				continue // no acknowledged write of it
-			}
-			role := roleOf[m.Kind]
-			if s == e.server {
-				e.has |= roleServer
-				if role == roleServer {
-					e.at[m.Kind] = m.At
+		for _, c := range marks[s] {
+			for _, m := range c {
+				e := at.get(m.Zxid)
+				if e == nil {
+					continue // no acknowledged write of it
 				}
-			} else if others != nil {
-				if o := others[serverZxid{s, m.Zxid}]; o != nil {
-					o.has = true
+				role := roleOf[m.Kind]
+				if s == e.server {
+					e.has |= roleServer
 					if role == roleServer {
-						o.at[m.Kind] = m.At
+						e.at[m.Kind] = m.At
+					}
+				} else if others != nil {
+					if o := others[serverZxid{s, m.Zxid}]; o != nil {
+						o.has = true
+						if role == roleServer {
+							o.at[m.Kind] = m.At
+						}
 					}
 				}
-			}
-			if s == e.leader {
-				e.has |= roleLeader
-				if role == roleLeader {
+				if s == e.leader {
+					e.has |= roleLeader
+					if role == roleLeader {
+						e.at[m.Kind] = m.At
+					}
+				}
+				if s == e.peer && role == rolePeer {
 					e.at[m.Kind] = m.At
 				}
-			}
-			if s == e.peer && role == rolePeer {
-				e.at[m.Kind] = m.At
 			}
 		}
 	}

@@ -237,8 +237,10 @@ func TestBadPaths(t *testing.T) {
 			t.Errorf("ValidatePath(%q) accepted", p)
 		}
 		h := newHarness(t)
-		if r := h.apply(0, Create(p, nil, Persistent)); r.Err != BadArguments {
-			t.Errorf("create %q: %v, want BadArguments", p, r.Err)
+		for _, op := range []Op{Create(p, nil, Persistent), SetData(p, nil, -1), Check(p, -1)} {
+			if r := h.apply(0, op); r.Err != BadArguments {
+				t.Errorf("%v %q: %v, want BadArguments", op.Type, p, r.Err)
+			}
 		}
 	}
 	for _, p := range good {

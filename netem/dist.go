@@ -36,13 +36,13 @@ const (
 // Dists lists the distribution names a Link may use.
 var Dists = []string{DistPareto, DistNormal, DistParetoNormal, DistUniform}
 
-var tables = sync.OnceValue(func() map[string][]int16 {
-	return map[string][]int16{
-		DistPareto:       paretoTable(),
-		DistNormal:       normalTable(),
-		DistParetoNormal: paretoNormalTable(),
-	}
-})
+// tables makes each table on its first use: a run uses one or two, and the normal
+// inverse they start from is 400,000 calls of math.Erf (a few ms of every run).
+var tables = map[string]func() []int16{
+	DistPareto:       sync.OnceValue(paretoTable),
+	DistNormal:       sync.OnceValue(normalTable),
+	DistParetoNormal: sync.OnceValue(paretoNormalTable),
+}
 
 // Table returns the TableSize-entry table iproute2 generates for dist (scale DistScale).
 // It returns nil for "uniform", which uses no table, and an error for an unknown name.
@@ -51,11 +51,8 @@ func Table(dist string) ([]int16, error) {
 	if dist == DistUniform {
 		return nil, nil
 	}
-	t, ok := tables()[dist]
-	if !ok {
-		return nil, fmt.Errorf("unknown distribution %q (want one of %v)", dist, Dists)
-	}
-	return append([]int16(nil), t...), nil
+	t, err := table(dist)
+	return append([]int16(nil), t...), err
 }
 
 // table is Table without the copy, for internal read-only use.
@@ -63,11 +60,11 @@ func table(dist string) ([]int16, error) {
 	if dist == DistUniform {
 		return nil, nil
 	}
-	t, ok := tables()[dist]
+	t, ok := tables[dist]
 	if !ok {
 		return nil, fmt.Errorf("unknown distribution %q (want one of %v)", dist, Dists)
 	}
-	return t, nil
+	return t(), nil
 }
 
 // paretoValue is entry k of the Pareto (a=3) table: the scaled inverse CDF at
@@ -94,7 +91,7 @@ func paretoTable() []int16 {
 // normalInverse tabulates the inverse of the standard normal CDF the way normal.c does:
 // it walks x from -10 in steps of 0.00005 (accumulating, rounding error included) and
 // stores, for each i = rint(16384*Phi(x)), the last x that maps to it.
-func normalInverse() []float64 {
+var normalInverse = sync.OnceValue(func() []float64 {
 	inv := make([]float64, genSize+1)
 	step, sqrt2 := 0.00005, math.Sqrt(2.0)
 	for x := -10.0; x < 10.05; x += step {
@@ -104,7 +101,7 @@ func normalInverse() []float64 {
 		inv[i] = x
 	}
 	return inv
-}
+})
 
 func clampShort(v int) int16 {
 	return int16(min(max(v, math.MinInt16), math.MaxInt16))

@@ -45,6 +45,9 @@ type Driver struct {
 	// pingAt: when each peer's latest heartbeat arrived, so its pong can say how long
 	// it waited here.
 	pingAt map[int]time.Duration
+	// results and found: broadcastReady's arrays, kept between Readies.
+	results []datatree.Result
+	found   []bool
 
 	tr *tracer // nil unless Config.Trace
 }
@@ -286,8 +289,19 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		d.io.Fail(err)
 		return
 	}
-	results := make([]datatree.Result, len(rd.Results)) // no allocation for none
-	found := make([]bool, len(rd.Results))
+	// A Ready with results is one per client write: they are gathered in the
+	// Driver's arrays, taken while in use (a done callback that drains again makes
+	// its own).
+	var results []datatree.Result
+	var found []bool
+	if n := len(rd.Results); n > 0 {
+		results, found, d.results, d.found = d.results, d.found, nil, nil
+		if n > cap(results) {
+			results, found = make([]datatree.Result, n), make([]bool, n)
+		}
+		results, found = results[:n], found[:n]
+		clear(found)
+	}
 	if installed != nil || len(rd.Committed) > 0 { // most Readies only send or persist
 		d.apply(rd, installed, results, found)
 	}
@@ -307,6 +321,10 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 			continue
 		}
 		done(zkserver.Outcome{Result: results[i]})
+	}
+	if results != nil {
+		clear(results) // what the results point to is not kept alive
+		d.results, d.found = results, found
 	}
 	for _, e := range rd.Events {
 		d.io.Record(event.Event{Kind: e.Type.Kind(), Epoch: e.Epoch, Leader: e.Leader, Zxid: e.Zxid, Reason: e.Reason})

@@ -82,13 +82,18 @@ func (c *traceCollector) collect(ctx context.Context, servers []cluster.Server, 
 	}
 }
 
-// result hands out what was collected, and says how many marks were lost.
-func (c *traceCollector) result() (map[int][]trace.Mark, uint64) {
+// result hands out what was collected (each server's marks in one piece), and says how
+// many marks were lost.
+func (c *traceCollector) result() (map[int][][]trace.Mark, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var lost uint64
 	for _, n := range c.lost {
 		lost += n
 	}
-	return c.marks, lost
+	marks := map[int][][]trace.Mark{}
+	for id, ms := range c.marks {
+		marks[id] = [][]trace.Mark{ms}
+	}
+	return marks, lost
 }

@@ -36,6 +36,8 @@ type dcClient struct {
 	keyRng  *rand.Rand
 	pickRng *rand.Rand
 	seq     uint64
+	next    time.Duration // the intended time of the request pace scheduled
+	issue   func()        // pace's event, made once (not a closure per request)
 }
 
 // request is one write between its pacer and its outcome.
@@ -46,6 +48,39 @@ type request struct {
 	rec   workload.Record
 	rng   *rand.Rand // re-picks only
 	ended bool
+	// The request's next step, one at a time: reaching srv (incarnation inc), then
+	// srv's loop taking it (it was received at recv). step is its event, made once
+	// per request rather than a closure per step, and dropped after the last (the
+	// run keeps every request: the collector would scan each one's).
+	stage stage
+	srv   *server
+	inc   int
+	recv  int64
+	step  func()
+}
+
+type stage uint8
+
+const (
+	toServer stage = iota // the client hop
+	toLoop                // waiting for the server's CPU
+)
+
+// advance takes the request's next step.
+func (r *request) advance() {
+	switch r.stage {
+	case toServer:
+		if r.ended {
+			return
+		}
+		if !r.srv.alive(r.inc) {
+			r.end(workload.Unknown, "connection closed: server killed", datatree.Stat{})
+			return
+		}
+		r.srv.submit(r)
+	case toLoop:
+		r.srv.take(r)
+	}
 }
 
 // load runs the workload (and the nemesis) for the spec's duration, then waits for
@@ -110,20 +145,27 @@ func (s *Sim) inFlight() bool { return s.open > 0 }
 
 // pace issues c's next request at its intended time.
 func (s *Sim) pace(c *dcClient) {
-	at := c.sched.Next()
-	if at >= s.cfg.Duration {
+	c.next = c.sched.Next()
+	if c.next >= s.cfg.Duration {
 		return
 	}
-	s.at(s.start+int64(at), func() {
-		c.seq++
-		r := &request{s: s, id: workload.RequestID(c.index, c.seq), dc: c}
-		r.rec = workload.Record{ID: r.id, DC: c.name, Key: s.keys[c.keyRng.IntN(s.cfg.Keys)],
-			Intended: at, Sent: -1, Version: -1}
-		s.reqs = append(s.reqs, r)
-		s.open++
-		r.try(c.pick(c.pickRng))
-		s.pace(c)
-	})
+	if c.issue == nil {
+		c.issue = func() { s.issue(c) }
+	}
+	s.at(s.start+int64(c.next), c.issue)
+}
+
+// issue starts c's request intended now, and paces the next.
+func (s *Sim) issue(c *dcClient) {
+	c.seq++
+	r := &request{s: s, id: workload.RequestID(c.index, c.seq), dc: c}
+	r.step = r.advance
+	r.rec = workload.Record{ID: r.id, DC: c.name, Key: s.keys[c.keyRng.IntN(s.cfg.Keys)],
+		Intended: c.next, Sent: -1, Version: -1}
+	s.reqs = append(s.reqs, r)
+	s.open++
+	r.try(c.pick(c.pickRng))
+	s.pace(c)
 }
 
 // pick chooses uniformly among the DC's usable servers, as the workload does.
@@ -181,17 +223,8 @@ func (r *request) try(srv *server) {
 	}
 	r.rec.Attempts++
 	r.rec.Server = srv.id
-	inc := srv.inc
-	s.after(s.cfg.ClientDelay, func() {
-		if r.ended {
-			return
-		}
-		if !srv.alive(inc) {
-			r.end(workload.Unknown, "connection closed: server killed", datatree.Stat{})
-			return
-		}
-		srv.submit(r)
-	})
+	r.stage, r.srv, r.inc = toServer, srv, srv.inc
+	s.after(s.cfg.ClientDelay, r.step)
 }
 
 // end records the outcome; the reply takes the client hop back.
@@ -199,7 +232,7 @@ func (r *request) end(o workload.Outcome, msg string, st datatree.Stat) {
 	if r.ended {
 		return
 	}
-	r.ended = true
+	r.ended, r.step = true, nil
 	r.s.open--
 	r.rec.Outcome, r.rec.Err = o, msg
 	r.rec.Done = r.s.since()

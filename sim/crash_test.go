@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var prop trace.Mark
-	for _, m := range res.Marks[5] {
+	for _, m := range slices.Concat(res.Marks[5]...) {
 		if m.Kind == trace.Proposed && m.At >= res.MarksStart+int64(2*time.Second) {
 			prop = m
 			break
@@ -55,7 +56,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 		t.Fatal(err)
 	}
 	same := false
-	for _, m := range res.Marks[5] {
+	for _, m := range slices.Concat(res.Marks[5]...) {
 		if m.Kind == trace.Proposed && m.Zxid == prop.Zxid && m.At == prop.At {
 			same = true
 		}
@@ -76,7 +77,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 	// When each follower got the proposal, and the zxid it entered the election with.
 	arrived := map[int]int64{}
 	for id := 1; id <= 4; id++ {
-		for _, m := range res.Marks[id] {
+		for _, m := range slices.Concat(res.Marks[id]...) {
 			if m.Kind == trace.PropArrived && m.Zxid == prop.Zxid {
 				arrived[id] = m.At
 			}

@@ -239,19 +239,6 @@ func (v *server) mark(m trace.Mark) {
 	*last = append(*last, m)
 }
 
-// allMarks is the server's marks in one slice.
-func (v *server) allMarks() []trace.Mark {
-	n := 0
-	for _, c := range v.marks {
-		n += len(c)
-	}
-	out := make([]trace.Mark, 0, n)
-	for _, c := range v.marks {
-		out = append(out, c...)
-	}
-	return out
-}
-
 // usable is the workload's test: not marked down, and a session (it serves, and a
 // client's session has reconnected).
 func (v *server) usable() bool {
@@ -532,38 +519,44 @@ func (io *serverIO) Role(e zab.Event) {
 // then the driver proposes it.
 func (v *server) submit(r *request) {
 	s := v.s
-	recv := s.now
+	r.recv = s.now
 	start := max(s.now, v.busy)
 	v.busy = start + int64(s.cfg.ServiceTime)
 	v.inflight[r.id] = r
-	inc := v.inc
-	s.at(v.busy, func() {
-		if !v.alive(inc) || v.inflight[r.id] != r {
+	r.stage, r.srv, r.inc = toLoop, v, v.inc
+	s.at(v.busy, r.step)
+}
+
+// take is the server's loop taking r once its CPU is done: the driver proposes it.
+func (v *server) take(r *request) {
+	s := v.s
+	r.step = nil // its last step
+	if !v.alive(r.inc) || v.inflight[r.id] != r {
+		return
+	}
+	recv := r.recv
+	// The value is built in one buffer: Submit marshals the write at once.
+	s.value = workload.AppendValue(s.value[:0], s.runID, r.id, s.cfg.PayloadBytes)
+	txn := datatree.Txn{Time: s.wall().UnixMilli(), Op: datatree.SetData(r.rec.Key, s.value, -1)}
+	v.d.Submit(txn, true, func(o zkserver.Outcome) {
+		if v.inflight[r.id] != r {
 			return
 		}
-		// The value is built in one buffer: Submit marshals the write at once.
-		s.value = workload.AppendValue(s.value[:0], s.runID, r.id, s.cfg.PayloadBytes)
-		txn := datatree.Txn{Time: s.wall().UnixMilli(), Op: datatree.SetData(r.rec.Key, s.value, -1)}
-		v.d.Submit(txn, true, func(o zkserver.Outcome) {
-			if v.inflight[r.id] != r {
-				return
-			}
-			delete(v.inflight, r.id)
-			if o.Err != nil {
-				r.end(workload.Unknown, o.Err.Error(), datatree.Stat{})
-				return
-			}
-			if o.Result.Err != datatree.Ok {
-				r.end(workload.Failed, fmt.Sprint(o.Result.Err), datatree.Stat{})
-				return
-			}
-			if s.cfg.Trace { // what poled's client port marks
-				z := o.Result.Zxid
-				v.mark(trace.Mark{Zxid: z, At: recv, Kind: trace.Recv})
-				v.mark(trace.Mark{Zxid: z, At: s.now, Kind: trace.Reply})
-			}
-			r.end(workload.OK, "", o.Result.Stat)
-		})
-		v.drain()
+		delete(v.inflight, r.id)
+		if o.Err != nil {
+			r.end(workload.Unknown, o.Err.Error(), datatree.Stat{})
+			return
+		}
+		if o.Result.Err != datatree.Ok {
+			r.end(workload.Failed, fmt.Sprint(o.Result.Err), datatree.Stat{})
+			return
+		}
+		if s.cfg.Trace { // what poled's client port marks
+			z := o.Result.Zxid
+			v.mark(trace.Mark{Zxid: z, At: recv, Kind: trace.Recv})
+			v.mark(trace.Mark{Zxid: z, At: s.now, Kind: trace.Reply})
+		}
+		r.end(workload.OK, "", o.Result.Stat)
 	})
+	v.drain()
 }

@@ -127,9 +127,10 @@ type Result struct {
 	// commit at the end; Digests are then each live server's state hash (for Check).
 	Converged bool
 	Digests   map[int]string
-	// Marks are each server's trace marks (Config.Trace), in virtual ns since the
-	// servers started; the load started at MarksStart.
-	Marks      map[int][]trace.Mark
+	// Marks are each server's trace marks (Config.Trace), in order, in the chunks
+	// they were gathered in (a run's millions are not copied into one slice), in
+	// virtual ns since the servers started; the load started at MarksStart.
+	Marks      map[int][][]trace.Mark
 	MarksStart int64
 	Events     uint64        // simulated events processed
 	Virtual    time.Duration // virtual time from the servers' start to the end
@@ -528,10 +529,10 @@ func (s *Sim) finish(ctx context.Context) (*Result, error) {
 	ver := workload.Judge(recs, finals, s.runID, 10*time.Second, ids, s.cfg.Keys)
 	nodes := map[int][]event.Event{}
 	rtts := map[string]any{}
-	marks := map[int][]trace.Mark{}
+	marks := map[int][][]trace.Mark{}
 	for _, srv := range s.servers[1:] {
 		if len(srv.marks) > 0 {
-			marks[srv.id] = srv.allMarks()
+			marks[srv.id] = srv.marks
 		}
 	}
 	for _, srv := range s.servers[1:] {

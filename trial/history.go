@@ -21,8 +21,9 @@ type History struct {
 
 	Timeline []analysis.Record // the servers' and the harness's events
 	Records  []workload.Record // every request
-	// Marks are each server's trace marks; MarksStart is the run's zero on their clock.
-	Marks        map[int][]trace.Mark
+	// Marks are each server's trace marks, in order, in pieces (the simulator's
+	// chunks); MarksStart is the run's zero on their clock.
+	Marks        map[int][][]trace.Mark
 	MarksStart   int64
 	RTTs         map[string]any // what the servers measured (or their links did)
 	Verification *workload.Verification

@@ -58,11 +58,12 @@ func (m *Message) AppendBinary(b []byte) ([]byte, error) {
 
 // EncodedSize is the length of m's encoding, without encoding it.
 func (m *Message) EncodedSize() int {
-	n := 3
-	for _, v := range []uint64{uint64(m.From), uint64(m.To), uint64(m.Epoch), uint64(m.CurrentEpoch), uint64(m.Zxid), uint64(m.Seq), m.ReqID,
-		uint64(m.Summary.Last), uint64(m.Summary.Base), uint64(len(m.Summary.EpochEnds)), uint64(len(m.Entries)), uint64(len(m.Data))} {
-		n += uvarintLen(v)
-	}
+	// The fields one by one, not a loop over a slice of them: the simulator sizes
+	// every message it sends, and the loop was 3 % of a run's instructions.
+	n := 3 + uvarintLen(uint64(m.From)) + uvarintLen(uint64(m.To)) + uvarintLen(uint64(m.Epoch)) +
+		uvarintLen(uint64(m.CurrentEpoch)) + uvarintLen(uint64(m.Zxid)) + uvarintLen(uint64(m.Seq)) +
+		uvarintLen(m.ReqID) + uvarintLen(uint64(m.Summary.Last)) + uvarintLen(uint64(m.Summary.Base)) +
+		uvarintLen(uint64(len(m.Summary.EpochEnds))) + uvarintLen(uint64(len(m.Entries))) + uvarintLen(uint64(len(m.Data)))
 	for _, z := range m.Summary.EpochEnds {
 		n += uvarintLen(uint64(z))
 	}

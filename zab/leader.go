@@ -44,7 +44,8 @@ type leaderState struct {
 	start       int64
 	lastPing    int64
 	peers       []*peerState // every other configured server, in config order
-	byID        map[int]*peerState
+	bySlot      []*peerState // by index in Config.Peers (nil for this server)
+	slots       *peerSlots
 	acks        int        // fresh ACKEPOCHs so far
 	source      *peerState // fetch source
 	fetchDone   bool
@@ -55,17 +56,22 @@ type leaderState struct {
 	firstCommit bool
 }
 
-func (ls *leaderState) peer(id int) *peerState { return ls.byID[id] }
+func (ls *leaderState) peer(id int) *peerState {
+	if i, ok := ls.slots.of(id); ok {
+		return ls.bySlot[i]
+	}
+	return nil
+}
 
 func (n *Node) becomeLeader() {
 	n.leaveRole()
 	n.role, n.leader = Leading, n.id
-	ls := &leaderState{start: n.now, lastPing: n.now - int64(n.cfg.PingTicks), byID: map[int]*peerState{}}
-	for _, id := range n.cfg.Peers {
+	ls := &leaderState{start: n.now, lastPing: n.now - int64(n.cfg.PingTicks), bySlot: make([]*peerState, len(n.cfg.Peers)), slots: &n.slots}
+	for i, id := range n.cfg.Peers {
 		if id != n.id {
 			p := &peerState{id: id, heard: n.now}
 			ls.peers = append(ls.peers, p)
-			ls.byID[id] = p
+			ls.bySlot[i] = p
 		}
 	}
 	n.ls = ls

@@ -23,9 +23,9 @@ import (
 //     log holds the transaction, an ACKEPOCH after the epoch is stored) come in a
 //     later Ready, after Advance.
 //
-// The Messages, Persist and Committed slices, and the Persist operations, are the
-// core's and valid until the next call to Ready (the core reuses them): keep copies of
-// what must outlive that, such as the messages (values) and the transactions.
+// The Messages, Persist, Committed and Results slices, and the Persist operations, are
+// the core's and valid until the next call to Ready (the core reuses them): keep copies
+// of what must outlive that, such as the messages (values) and the transactions.
 type Ready struct {
 	Messages  []Message
 	Persist   []Op
