@@ -32,6 +32,9 @@ type Loader struct {
 	// stream's buffer that held them can go (a snapshot of a preloaded tree loaded
 	// beside the trees that preloaded it is otherwise a second copy of their data).
 	preload []byte
+	// aliased says a node loaded since it was last cleared keeps bytes of what was
+	// written (LoadSnapshot reuses its buffer while none does).
+	aliased bool
 
 	sinceYield int // bytes loaded since the processor was last yielded
 }
@@ -164,6 +167,9 @@ func (l *Loader) item(b []byte) (n, need int) {
 			nd.data = nil
 		} else if i := preloadIndex(path); i >= 0 {
 			nd.data = l.sharePreload(i*PreloadNodeSize, data)
+		}
+		if len(nd.data) > 0 && &nd.data[0] == &data[0] {
+			l.aliased = true
 		}
 		p := string(path)
 		if err := l.t.addLoaded(p, l.prev, nd); err != nil {
@@ -340,12 +346,19 @@ func (t *Tree) ReadSnapshot(r io.Reader) error {
 // LoadSnapshot reads a snapshot from r into a new tree.
 func LoadSnapshot(r io.Reader) (*Tree, error) {
 	l := NewLoader()
+	var b []byte
 	for {
-		b := make([]byte, loadChunk) // the loaded data aliases it: never reused
+		if b == nil {
+			b = make([]byte, loadChunk)
+		}
 		n, err := io.ReadFull(r, b)
 		if n > 0 {
+			l.aliased = false
 			if _, err := l.Write(b[:n:n]); err != nil {
 				return nil, err
+			}
+			if l.aliased {
+				b = nil // the loaded data aliases it: never reused
 			}
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -368,3 +368,52 @@ func TestViewWhileApplyingConcurrently(t *testing.T) {
 	}
 	t.Logf("%d changes applied while the view was written", changes)
 }
+
+// TestLoadReusesItsBuffer: LoadSnapshot reads the next chunk into the buffer of the
+// last one when no loaded node kept bytes of it (a preloaded tree's nodes take the
+// process's preload bytes), and never into one a node still holds.
+func TestLoadReusesItsBuffer(t *testing.T) {
+	a := New()
+	if _, err := a.Preload(8 * loadChunk); err != nil {
+		t.Fatal(err)
+	}
+	// Nodes of their own before, among and after the preloaded ones, over several
+	// chunks: a buffer reused under them would change their data.
+	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1000) }
+	z := a.LastZxid()
+	for i := range 3000 {
+		z++
+		mustApply(t, a, z, Txn{Op: Create(fmt.Sprintf("/a%04d", i), value(i), Persistent)})
+	}
+	for _, i := range []int{3, 2000, 5000} {
+		z++
+		mustApply(t, a, z, Txn{Op: SetData(fmt.Sprintf("%s/%010d", PreloadPath, i), value(i), -1)})
+	}
+	for i := range 3000 {
+		z++
+		mustApply(t, a, z, Txn{Op: Create(fmt.Sprintf("/z%04d", i), value(i), Persistent)})
+	}
+	snap := snapshotBytes(t, a)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, err := LoadSnapshot(bytes.NewReader(snap))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, b), snap) {
+		t.Fatal("the loaded tree's snapshot differs: a reused buffer changed a node's data")
+	}
+	// Reading every chunk into a buffer of its own allocates the snapshot's size again.
+	if got := after.TotalAlloc - before.TotalAlloc; got >= uint64(len(snap)) {
+		t.Errorf("loading a %d-byte snapshot allocated %d bytes: its buffers were not reused", len(snap), got)
+	}
+	runtime.KeepAlive(a)
+}
+
+func mustApply(t *testing.T, tr *Tree, z zab.Zxid, txn Txn) {
+	t.Helper()
+	if r := tr.Apply(z, txn); r.Err != Ok {
+		t.Fatalf("apply %v: %v", txn.Op, r.Err)
+	}
+}
