@@ -26,15 +26,13 @@ func Parallelism(jobs int, sps ...*spec.Spec) int {
 }
 
 // simMemory bounds what a simulated run holds at its peak: a base, and per server
-// what it preloaded several times over (its tree, its snapshot, a snapshot in flight;
-// the trees of one process share the preload's bytes), with room for the heap's growth
-// when runs overlap (the heap grows to twice what all of them hold). The peaks it was
-// fitted to, measured with `/usr/bin/time -f %M bin/polebench run SPEC --backend sim
-// --repetitions R`, are in docs/performance.md: 2.1 MB a preloaded MB a server alone
-// (1.06, 1.46 and 3.14 GB at 50, 100 and 250 MB on five servers), 5.9 GB for two
-// 250 MB runs at once; 4 keeps the earlier bound's margin (about 1.85x) over them.
+// what it preloaded, twice over (its tree, its snapshot, a snapshot in flight; the
+// trees and snapshots of one process share the preload's bytes), with room for the
+// heap's growth when runs overlap. The peaks it was fitted to, alone and two at once,
+// are in docs/performance.md ("Memory at scale"); 2 MB a preloaded MB a server keeps
+// about a third above the largest of them.
 func simMemory(sp *spec.Spec) uint64 {
-	return 512<<20 + uint64(sp.N())*uint64(max(sp.PreloadMB, 0))*4<<20
+	return 512<<20 + uint64(sp.N())*uint64(max(sp.PreloadMB, 0))*2<<20
 }
 
 // outcome is what a repetition left: its run if it got as far as analysis, and what
