@@ -544,12 +544,18 @@ func (k *memSink) Close() error {
 		k.letGo()
 	case k.key != (sharedKey{}) && len(b) > 0:
 		sharedSnaps.Lock()
-		if e, _ := lookupShared(k.key); e == nil {
+		switch e, same := lookupShared(k.key); {
+		case e == nil:
 			if sharedSnaps.m == nil {
 				sharedSnaps.m = map[sharedKey]*sharedSnap{}
 			}
 			sharedSnaps.m[k.key] = &sharedSnap{b: weak.Make(&b[0]), n: len(b), holders: 1}
 			shared = true
+		case bytes.Equal(same, b):
+			// Written beside another sink of the same bytes (two runs booting at once):
+			// this copy goes, the first one stays.
+			e.holders++
+			b, shared = same, true
 		}
 		sharedSnaps.Unlock()
 	}
