@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -186,7 +187,7 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	sp := t.Spec
 	r.status("starting %s cluster (%d servers)", sp.Backend, t.Topology.N())
 	// The label marks what the backend creates, for `polebench cluster down LABEL`.
-	label := fmt.Sprintf("r%07d", time.Now().UnixNano()/1000%1e7)
+	label := newLabel()
 	opts := t.Cluster(st.Path("data"), label, r.log, r.o.ZooKeeperWarmUp)
 	opts.Fsync = r.o.Fsync
 	cl, err := cluster.New(ctx, sp.Backend, opts)
@@ -339,4 +340,29 @@ func (r *repetitionRun) waitInitialLeader(ctx context.Context, cl cluster.Cluste
 	}
 	r.status("p%d leads; preparing the workload", leader)
 	return nil
+}
+
+// labels are the cluster labels this process has given out.
+var labels struct {
+	sync.Mutex
+	used map[string]bool
+}
+
+// newLabel is a cluster label no other run of this process has: random, and never
+// one given out before. Labels taken from the clock's microseconds collided between
+// runs that parallel tests started together, which then took down each other's
+// clusters.
+func newLabel() string {
+	labels.Lock()
+	defer labels.Unlock()
+	if labels.used == nil {
+		labels.used = map[string]bool{}
+	}
+	for {
+		l := fmt.Sprintf("r%07d", rand.IntN(1e7))
+		if !labels.used[l] {
+			labels.used[l] = true
+			return l
+		}
+	}
 }
