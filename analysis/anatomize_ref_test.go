@@ -100,7 +100,7 @@ func anatomizeReference(paths []Path, windows []Window, pm model.PathModel, acke
 // that has nothing for some leaders, Anatomize gives exactly the reference's numbers.
 func TestAnatomizeMatchesReference(t *testing.T) {
 	recs, marks, start := joinHistory(11)
-	paths, _ := Join(recs, marks, start)
+	paths, _ := join(recs, marks, start)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range paths {
 		if rng.IntN(50) == 0 {

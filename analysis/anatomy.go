@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/polebench/polebench/model"
 	"io"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -101,19 +102,11 @@ type JoinStats struct {
 }
 
 // Join builds each acknowledged request's path from the records and every server's
-// marks (server id -> marks). start is the run's start in the servers' clock: a
-// record's offsets plus start are instants of that clock.
-func Join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Path, JoinStats) {
-	chunks := make(map[int][][]trace.Mark, len(marks))
-	for s, ms := range marks {
-		chunks[s] = [][]trace.Mark{ms}
-	}
-	return JoinChunks(recs, chunks, start)
-}
-
-// JoinChunks is Join of each server's marks in pieces, in order: the simulator gathers
-// a run's millions in chunks, and a copy into one slice each was 3 % of a run.
-func JoinChunks(recs []workload.Record, marks map[int][][]trace.Mark, start int64) ([]Path, JoinStats) {
+// marks (server id -> its marks in order, in pieces: the simulator gathers a run's
+// millions in chunks, and copying them into one slice each is not worth its time). start
+// is the run's start in the servers' clock: a record's offsets plus start are instants
+// of that clock.
+func Join(recs []workload.Record, marks map[int][][]trace.Mark, start int64) ([]Path, JoinStats) {
 	// A path takes each kind of mark from one server: its own (S) from the server the
 	// record names, the leader's (L) from the server that proposed it, the follower's
 	// (F) from the one whose ACK completed the quorum. The three sets of kinds are
@@ -149,51 +142,47 @@ func JoinChunks(recs []workload.Record, marks map[int][][]trace.Mark, start int6
 	// one counts (the map's random order chose before; runs never have two).
 	ids := slices.Sorted(maps.Keys(marks))
 	for _, s := range ids {
-		for _, c := range marks[s] {
-			for _, m := range c {
-				if m.Kind != trace.Proposed && m.Kind != trace.Quorum {
-					continue
-				}
-				if e := at.get(m.Zxid); e != nil {
-					if m.Kind == trace.Proposed {
-						e.leader = s
-					} else {
-						e.peer = int(m.Peer)
-					}
+		for m := range inOrder(marks[s]) {
+			if m.Kind != trace.Proposed && m.Kind != trace.Quorum {
+				continue
+			}
+			if e := at.get(m.Zxid); e != nil {
+				if m.Kind == trace.Proposed {
+					e.leader = s
+				} else {
+					e.peer = int(m.Peer)
 				}
 			}
 		}
 	}
 	for _, s := range ids {
-		for _, c := range marks[s] {
-			for _, m := range c {
-				e := at.get(m.Zxid)
-				if e == nil {
-					continue // no acknowledged write of it
-				}
-				role := roleOf[m.Kind]
-				if s == e.server {
-					e.has |= roleServer
-					if role == roleServer {
-						e.at[m.Kind] = m.At
-					}
-				} else if others != nil {
-					if o := others[serverZxid{s, m.Zxid}]; o != nil {
-						o.has = true
-						if role == roleServer {
-							o.at[m.Kind] = m.At
-						}
-					}
-				}
-				if s == e.leader {
-					e.has |= roleLeader
-					if role == roleLeader {
-						e.at[m.Kind] = m.At
-					}
-				}
-				if s == e.peer && role == rolePeer {
+		for m := range inOrder(marks[s]) {
+			e := at.get(m.Zxid)
+			if e == nil {
+				continue // no acknowledged write of it
+			}
+			role := roleOf[m.Kind]
+			if s == e.server {
+				e.has |= roleServer
+				if role == roleServer {
 					e.at[m.Kind] = m.At
 				}
+			} else if others != nil {
+				if o := others[serverZxid{s, m.Zxid}]; o != nil {
+					o.has = true
+					if role == roleServer {
+						o.at[m.Kind] = m.At
+					}
+				}
+			}
+			if s == e.leader {
+				e.has |= roleLeader
+				if role == roleLeader {
+					e.at[m.Kind] = m.At
+				}
+			}
+			if s == e.peer && role == rolePeer {
+				e.at[m.Kind] = m.At
 			}
 		}
 	}
@@ -833,4 +822,17 @@ func quorumLinkMS(ph map[string]float64) float64 { return ph["quorum"] - ph["quo
 // LinksMS is the links' time: to the leader, the quorum's round trips, and back.
 func LinksMS(ph map[string]float64) float64 {
 	return ph["forward"] + quorumLinkMS(ph) + ph["commit_back"]
+}
+
+// inOrder is a server's marks across their pieces, in order.
+func inOrder(pieces [][]trace.Mark) iter.Seq[trace.Mark] {
+	return func(yield func(trace.Mark) bool) {
+		for _, p := range pieces {
+			for _, m := range p {
+				if !yield(m) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -52,7 +52,7 @@ func anatomyFixture() ([]workload.Record, map[int][]trace.Mark, int64) {
 
 func TestJoin(t *testing.T) {
 	recs, marks, start := anatomyFixture()
-	paths, st := Join(recs, marks, start)
+	paths, st := join(recs, marks, start)
 	if want := (JoinStats{OK: 3, Joined: 2, Missing: map[string]int{"server": 1}}); !reflect.DeepEqual(st, want) {
 		// z3 has no marks on its server: counted, not joined.
 		t.Fatalf("join stats %+v, want %+v", st, want)
@@ -97,7 +97,7 @@ func TestJoin(t *testing.T) {
 
 func TestAnatomize(t *testing.T) {
 	recs, marks, start := anatomyFixture()
-	paths, _ := Join(recs, marks, start)
+	paths, _ := join(recs, marks, start)
 	pm := func(w string, s, l int) (model.Split, bool) {
 		if s == l {
 			return model.Split{Quorum: 0.2, Jitter: 0.01}, true
@@ -177,7 +177,7 @@ func TestZxidTable(t *testing.T) {
 // the path does not count.
 func TestAnatomizeHostStall(t *testing.T) {
 	recs, marks, start := anatomyFixture()
-	paths, _ := Join(recs, marks, start)
+	paths, _ := join(recs, marks, start)
 	pm := func(w string, s, l int) (model.Split, bool) {
 		return model.Split{Forward: 10, Quorum: 0.2, Back: 10, Jitter: 0.05}, s != l
 	}
@@ -284,4 +284,18 @@ func TestAnatomizeTail(t *testing.T) {
 	if a[All].Tail["p99"] == nil || a[All].Tail["p999"] == nil {
 		t.Fatalf("all: tails %v, want p99 and p999 (%d writes)", a[All].Tail, a[All].Count)
 	}
+}
+
+// join is Join of each server's marks cut into pieces of three, so that every test
+// of the join also crosses the pieces' boundaries as the simulator's chunks do.
+func join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Path, JoinStats) {
+	pieces := map[int][][]trace.Mark{}
+	for s, ms := range marks {
+		for len(ms) > 0 {
+			n := min(3, len(ms))
+			pieces[s] = append(pieces[s], ms[:n])
+			ms = ms[n:]
+		}
+	}
+	return Join(recs, pieces, start)
 }

@@ -273,7 +273,7 @@ func joinHistory(seed uint64) ([]workload.Record, map[int][]trace.Mark, int64) {
 func TestJoinMatchesReference(t *testing.T) {
 	for seed := range uint64(5) {
 		recs, marks, start := joinHistory(seed)
-		got, gotStats := Join(recs, marks, start)
+		got, gotStats := join(recs, marks, start)
 		want, wantStats := joinReference(recs, marks, start)
 		if !reflect.DeepEqual(gotStats, wantStats) {
 			t.Errorf("seed %d: stats %+v, reference %+v", seed, gotStats, wantStats)

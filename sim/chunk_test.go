@@ -15,7 +15,6 @@ func TestChunkShared(t *testing.T) {
 		prev[i] = sentChunk{weak.Make(&b[0]), len(b)}
 	}
 	prev = append(prev, sentChunk{}) // an empty last chunk
-	var v server
 	for _, c := range []struct {
 		name string
 		seq  int
@@ -30,7 +29,7 @@ func TestChunkShared(t *testing.T) {
 		{"past the last", 4, []byte{3, 3}, nil},
 		{"empty", 3, nil, nil},
 	} {
-		got := v.chunk(prev, c.seq, c.data)
+		got := sharedChunk(prev, c.seq, c.data)
 		if !bytes.Equal(got, c.data) {
 			t.Errorf("%s: chunk is %v, want %v", c.name, got, c.data)
 		}

@@ -395,7 +395,7 @@ func (io *serverIO) SendSnapshot(m zab.Message, view *datatree.View) {
 	start, written := s.now, 0
 	prev, sent := io.sentChunks, []sentChunk(nil)
 	w, err := zab.NewChunkWriter(m, snapChunk, func(c zab.Message) error {
-		c.Data = (*server)(io).chunk(prev, int(c.Seq), c.Data)
+		c.Data = sharedChunk(prev, int(c.Seq), c.Data)
 		k := sentChunk{n: len(c.Data)}
 		if k.n > 0 {
 			k.p = weak.Make(&c.Data[0])
@@ -418,12 +418,12 @@ func (io *serverIO) SendSnapshot(m zab.Message, view *datatree.View) {
 	io.sentChunks = sent
 }
 
-// chunk is a copy of data, the seq'th chunk of a snapshot being streamed (the writer
+// sharedChunk is a copy of data, the seq'th chunk of a snapshot being streamed (the writer
 // reuses its buffer; the link carries the message), or the same chunk of the
 // snapshot streamed before when its bytes are equal: a leader that sends the same
 // state to several followers holds it once, as do the followers' stores and trees
 // that keep the chunks they received.
-func (v *server) chunk(prev []sentChunk, seq int, data []byte) []byte {
+func sharedChunk(prev []sentChunk, seq int, data []byte) []byte {
 	if seq < len(prev) && prev[seq].n == len(data) {
 		if p := prev[seq].p.Value(); p != nil {
 			if same := unsafe.Slice(p, len(data)); bytes.Equal(same, data) {

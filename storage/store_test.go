@@ -588,16 +588,11 @@ func TestMemSnapshotsShared(t *testing.T) {
 		}
 	}
 	read := func(s *MemSnapshots, z zab.Zxid) []byte {
-		rc, err := s.Open(z)
+		b, err := readSnap(s, z)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rc.Close()
-		b, err := io.ReadAll(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return []byte(b)
 	}
 	a, b, c, d := NewMemSnapshots(1), NewMemSnapshots(1), NewMemSnapshots(1), NewMemSnapshots(1)
 	write(a, z, content(1, size))
@@ -718,13 +713,7 @@ func TestMemSnapshotsSharedWrittenAtOnce(t *testing.T) {
 		}
 	}
 	for i, s := range stores {
-		rc, err := s.Open(z)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil || !bytes.Equal(got, data[i]) {
+		if got, err := readSnap(s, z); err != nil || got != string(data[i]) {
 			t.Fatalf("store %d read back wrong (%v)", i, err)
 		}
 	}

@@ -93,7 +93,7 @@ func (s *Store) Write(h *History) error {
 			written <- err
 		}()
 	}
-	h.Paths, h.Join = analysis.JoinChunks(h.Records, h.Marks, h.MarksStart)
+	h.Paths, h.Join = analysis.Join(h.Records, h.Marks, h.MarksStart)
 	errs := []error{
 		s.WriteServers(h),
 		analysis.WriteEvents(s.Path(EventsFile), h.Timeline),
