@@ -3,7 +3,6 @@ package campaign
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -133,23 +132,10 @@ func linkRun(src, dst string) error {
 		if history[rel] && os.Link(path, to) == nil {
 			return nil
 		}
-		return copyFile(path, to)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o666)
 	})
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copy %s: %w", src, err)
-	}
-	return out.Close()
 }
