@@ -49,6 +49,9 @@ const (
 var stepNames = [numSteps]string{"intended", "sent", "recv", "submit", "arrived", "proposed", "prop_arrived",
 	"acked", "quorum", "committed", "commit_arrived", "applied", "reply", "done"}
 
+// String is the step's column name in phases.csv.gz.
+func (s Step) String() string { return stepNames[s] }
+
 // Phases, in order: each runs from one step to the next one measured (the quorum
 // wait from Proposed to Quorum, whether or not F's steps are known).
 var Phases = []struct {

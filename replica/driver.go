@@ -146,7 +146,7 @@ func (d *Driver) StepElection(at time.Duration, from int, payload []byte) {
 	if pm.Type == pole.MsgPing {
 		d.pingAt[from] = at
 	}
-	d.tr.input(at, from, false)
+	d.tr.input(at)
 	if err := d.elect.Step(at, pm); err != nil {
 		d.log.Warn("election message refused", "from", from, "err", err)
 	}
@@ -208,7 +208,7 @@ func (d *Driver) Submit(txn datatree.Txn, user bool, done func(zkserver.Outcome)
 // Tick advances both cores' clocks and, once per heartbeat, samples theta_r: client
 // writes per second, smoothed over a few heartbeats.
 func (d *Driver) Tick(now time.Duration) {
-	d.tr.input(now, 0, false)
+	d.tr.input(now)
 	d.elect.Tick(now)
 	d.bcast.Tick()
 	if el := now - d.lastRate; el >= d.heartbeat {

@@ -15,19 +15,22 @@ import (
 // queued before it drains (poled's group commit), so the deciding ACK or COMMIT is
 // one of them, and no phase comes out negative. A nil tracer marks nothing.
 type tracer struct {
-	id   int
-	io   IO
-	inAt time.Duration // the latest input since the last Ready
-	ack  struct {      // the latest ACK among them: it can complete a quorum
-		at   time.Duration
-		from int
-		ok   bool
-	}
+	id         int
+	io         IO
+	inAt       time.Duration               // the latest input since the last Ready
+	acks       []ackIn                     // the ACKs among them: one of them can complete a quorum
 	fresh      bool                        // no input since the last Ready
 	reqArrived map[[2]uint64]time.Duration // leader: a forwarded REQUEST (origin, request id) -> its arrival
 	submitted  map[uint64]time.Duration    // this server's requests: request id -> Submit
 	proposed   zab.Zxid                    // leader: highest zxid marked Proposed
 	unacked    []zab.Zxid                  // follower: proposals logged, not yet acked
+}
+
+// ackIn is an ACK as the leader stepped it.
+type ackIn struct {
+	at   time.Duration
+	from int
+	zxid zab.Zxid // cumulative: it acknowledges everything up to here
 }
 
 // maxUnacked bounds a follower's proposals awaiting their ACK (they only wait for
@@ -42,16 +45,13 @@ func (t *tracer) mark(z zab.Zxid, k trace.Kind, at time.Duration, peer int) {
 	t.io.Mark(trace.Mark{Zxid: z, At: int64(at), Kind: k, Peer: uint8(peer)})
 }
 
-// input notes what the driver is given next: its arrival and sender.
-func (t *tracer) input(at time.Duration, from int, ack bool) {
+// input notes what the driver is given next: its arrival.
+func (t *tracer) input(at time.Duration) {
 	if t == nil {
 		return
 	}
 	if t.fresh || at >= t.inAt {
 		t.inAt = at
-	}
-	if ack && (!t.ack.ok || at >= t.ack.at) {
-		t.ack.at, t.ack.from, t.ack.ok = at, from, true
 	}
 	t.fresh = false
 }
@@ -61,7 +61,10 @@ func (t *tracer) step(at time.Duration, m zab.Message) {
 	if t == nil {
 		return
 	}
-	t.input(at, m.From, m.Type == zab.MsgAck)
+	t.input(at)
+	if m.Type == zab.MsgAck && len(t.acks) < maxUnacked {
+		t.acks = append(t.acks, ackIn{at, m.From, m.Zxid})
+	}
 	if m.Type == zab.MsgRequest && len(t.reqArrived) < maxUnacked {
 		t.reqArrived[[2]uint64{uint64(m.From), m.ReqID}] = at
 	}
@@ -83,7 +86,7 @@ func (t *tracer) submit(req uint64) {
 	}
 	now := t.io.Now()
 	t.submitted[req] = now
-	t.input(now, t.id, false)
+	t.input(now)
 }
 
 // ready marks, as a Ready is handed out, what its messages say (a leader's new
@@ -96,12 +99,9 @@ func (t *tracer) ready(rd zab.Ready, st zab.Status) {
 	}
 	now := t.io.Now()
 	if st.Role == zab.Leading && st.Serving {
-		from, at := t.id, now // without an ACK, this server's own log completed the quorum
-		if t.ack.ok {
-			from, at = t.ack.from, t.ack.at
-		}
 		for _, c := range rd.Committed {
 			if c.Zxid.Epoch() == st.Epoch {
+				at, from := t.quorum(c.Zxid, now)
 				t.mark(c.Zxid, trace.Quorum, at, from)
 				t.mark(c.Zxid, trace.Committed, now, 0)
 			}
@@ -129,7 +129,21 @@ func (t *tracer) ready(rd zab.Ready, st zab.Status) {
 			t.unacked = kept
 		}
 	}
-	t.fresh, t.ack.ok = true, false
+	t.fresh, t.acks = true, t.acks[:0]
+}
+
+// quorum is the ACK that completed z's quorum: the latest stepped since the last Ready
+// that covers z. A later ACK that does not cover z (a slower follower's, for an older
+// proposal) did not make it, and its sender may not have acknowledged z yet. Without
+// one, this server's own log completed the quorum, now.
+func (t *tracer) quorum(z zab.Zxid, now time.Duration) (time.Duration, int) {
+	at, from, ok := now, t.id, false
+	for _, a := range t.acks {
+		if a.zxid >= z && (!ok || a.at >= at) {
+			at, from, ok = a.at, a.from, true
+		}
+	}
+	return at, from
 }
 
 // arrived is when the write a leader proposes as e reached it.

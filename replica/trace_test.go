@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/polebench/polebench/trace"
+	"github.com/polebench/polebench/zab"
 )
 
 // TestTraceMarksEachStep: in a 3-node ensemble with Trace on, every write a client
@@ -112,5 +114,54 @@ func TestTraceMarksEachStep(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("GET /trace without Trace: %s, want 404", resp.Status)
+	}
+}
+
+// markIO is the part of IO a tracer uses: a clock and a place for marks.
+type markIO struct {
+	IO
+	now   time.Duration
+	marks []trace.Mark
+}
+
+func (io *markIO) Now() time.Duration { return io.now }
+func (io *markIO) Mark(m trace.Mark)  { io.marks = append(io.marks, m) }
+
+// TestTraceQuorumIsTheCoveringAck: a leader steps several ACKs before it drains (group
+// commit). Each commit's quorum is the latest ACK that covers it, not the latest ACK:
+// a slow follower's ACK for an older proposal, arriving last, did not complete the
+// newer one's quorum, and its sender may not have acknowledged it yet. A commit no
+// stepped ACK covers was completed by the leader's own log.
+func TestTraceQuorumIsTheCoveringAck(t *testing.T) {
+	const e = zab.Epoch(2)
+	z := func(c uint32) zab.Zxid { return zab.MakeZxid(e, c) }
+	io := &markIO{}
+	tr := newTracer(3, io)
+	st := zab.Status{Role: zab.Leading, Serving: true, Epoch: e}
+	tr.step(100, zab.Message{Type: zab.MsgAck, From: 2, Zxid: z(2)})
+	tr.step(150, zab.Message{Type: zab.MsgAck, From: 1, Zxid: z(1)})
+	io.now = 170
+	tr.ready(zab.Ready{Committed: []zab.Txn{{Zxid: z(1)}, {Zxid: z(2)}}}, st)
+	tr.step(200, zab.Message{Type: zab.MsgAck, From: 1, Zxid: z(2)})
+	io.now = 260
+	tr.ready(zab.Ready{Committed: []zab.Txn{{Zxid: z(3)}}}, st)
+
+	type q struct {
+		at   int64
+		peer uint8
+	}
+	got := map[zab.Zxid]q{}
+	for _, m := range io.marks {
+		if m.Kind == trace.Quorum {
+			got[m.Zxid] = q{m.At, m.Peer}
+		}
+	}
+	want := map[zab.Zxid]q{
+		z(1): {150, 1}, // both cover it; p1's is the later
+		z(2): {100, 2}, // p1's later ACK was for z(1) only
+		z(3): {260, 3}, // the ACK stepped since covers only z(2): the leader's own log
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("quorum marks %v, want %v", got, want)
 	}
 }
