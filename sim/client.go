@@ -110,7 +110,7 @@ func (s *Sim) load(ctx context.Context) {
 	names := slices.Sorted(maps.Keys(byDC))
 	for i, name := range names {
 		c := byDC[name]
-		c.index = i
+		c.index = i // its servers' partition, too (partOf)
 		s.clients = append(s.clients, c)
 		if c.rate <= 0 {
 			continue
@@ -152,7 +152,7 @@ func (s *Sim) pace(c *dcClient) {
 	if c.issue == nil {
 		c.issue = func() { s.issue(c) }
 	}
-	s.at(s.start+int64(c.next), c.issue)
+	s.at(c.index, s.start+int64(c.next), c.issue)
 }
 
 // issue starts c's request intended now, and paces the next.
@@ -210,7 +210,7 @@ func (r *request) try(srv *server) {
 		case s.since() >= s.cfg.Duration+drainFor:
 			r.end(workload.Failed, errStopped.Error(), datatree.Stat{})
 		default:
-			s.after(workload.RetryBackoff, func() {
+			s.after(r.dc.index, workload.RetryBackoff, func() {
 				if !r.ended {
 					r.try(nil)
 				}
@@ -224,7 +224,7 @@ func (r *request) try(srv *server) {
 	r.rec.Attempts++
 	r.rec.Server = srv.id
 	r.stage, r.srv, r.inc = toServer, srv, srv.inc
-	s.after(s.cfg.ClientDelay, r.step)
+	s.after(srv.part, s.cfg.ClientDelay, r.step)
 }
 
 // end records the outcome; the reply takes the client hop back.

@@ -31,9 +31,10 @@ const snapChunk = 1 << 20
 // die with it, and the client requests it holds.
 type server struct {
 	s   *Sim
-	id  int
-	dc  string
-	cfg replica.Config
+	id   int
+	dc   string
+	part int // its DC's partition
+	cfg  replica.Config
 
 	up       bool
 	inc      int   // incarnation: bumped at every kill
@@ -78,7 +79,7 @@ func newServer(s *Sim, id int) (*server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("sim: p%d: %w", id, err)
 	}
-	return &server{s: s, id: id, dc: s.cfg.Topology.DC(id), cfg: cfg}, nil
+	return &server{s: s, id: id, dc: s.cfg.Topology.DC(id), part: s.partOf(id), cfg: cfg}, nil
 }
 
 // boot starts an incarnation from the disk, as poled starts from its data directory.
@@ -115,14 +116,14 @@ func (v *server) boot() error {
 			return
 		}
 		if v.pausedUntil > s.now { // frozen: no timer fires
-			s.at(v.pausedUntil, loop)
+			s.at(v.part, v.pausedUntil, loop)
 			return
 		}
 		v.d.Tick(time.Duration(s.now))
 		v.drain()
-		s.after(tick, loop)
+		s.after(v.part, tick, loop)
 	}
-	s.after(tick, loop)
+	s.after(v.part, tick, loop)
 	v.d.Start(time.Duration(s.now))
 	v.drain()
 	return nil
@@ -178,14 +179,14 @@ func (v *server) notifyClosed(p *server, inc, gen int) {
 			if q.size > 0 {
 				next = max(next, q.front().at)
 			}
-			s.at(next, closed)
+			s.at(p.part, next, closed)
 			return
 		}
 		p.d.Closed(dead)
 		p.d.Disconnected(dead)
 		p.drain()
 	}
-	s.at(at, closed)
+	s.at(p.part, at, closed)
 }
 
 // drain hands the driver's output to the world and notices the server start or stop
@@ -341,7 +342,7 @@ func (v *server) drainSoon() {
 		return
 	}
 	v.drainDue = true
-	v.s.at(v.s.now, v.drainLater)
+	v.s.at(v.part, v.s.now, v.drainLater)
 }
 
 // finals reads every key as the verification's read-back does.
@@ -490,7 +491,7 @@ func (io *serverIO) ResetPeers() {
 		s.link(linkKey{v.id, p.id, chBroadcast}).gen++
 		s.link(linkKey{p.id, v.id, chBroadcast}).gen++
 		inc, peer := v.inc, p.id
-		s.at(s.now, func() { // the transport reports it as an event, after this Ready
+		s.at(v.part, s.now, func() { // the transport reports it as an event, after this Ready
 			if v.alive(inc) {
 				v.d.Disconnected(peer)
 				v.drain()
@@ -524,7 +525,7 @@ func (v *server) submit(r *request) {
 	v.busy = start + int64(s.cfg.ServiceTime)
 	v.inflight[r.id] = r
 	r.stage, r.srv, r.inc = toLoop, v, v.inc
-	s.at(v.busy, r.step)
+	s.at(v.part, v.busy, r.step)
 }
 
 // take is the server's loop taking r once its CPU is done: the driver proposes it.

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/polebench/polebench/analysis"
@@ -145,15 +146,20 @@ type Sim struct {
 	cfg   Config
 	log   *slog.Logger
 	now   int64 // ns of virtual time since the servers started
-	seq   uint64
 	queue eventQueue
 	count uint64
+	// cur is the partition whose event is being processed (root between events): it
+	// pushes what that event schedules, numbered by its own counter in seqs.
+	cur  int
+	seqs []uint64 // by partition
 
 	servers []*server   // by id; [0] unused
 	links   []linkState // by linkKey.index
 	// lq holds each link's messages in flight, in order: the event queue holds only
 	// each link's first (a link delivers in order, as TCP does).
 	lq []linkQueue
+	// parts is the partitions' count: the DCs, by name, as the clients are.
+	parts int
 
 	start   int64 // when the load started
 	harness []analysis.Record
@@ -233,6 +239,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	n := cfg.Topology.N()
 	s := &Sim{cfg: cfg, links: make([]linkState, (n+1)*(n+1)*2), runID: fmt.Sprintf("sim%x", cfg.Seed)}
 	s.lq = make([]linkQueue, len(s.links))
+	s.parts = len(cfg.Topology.DCs())
+	s.seqs = make([]uint64, root+1)
+	s.cur = root
+	for i := range s.lq {
+		from, to := i/2/(n+1), i/2%(n+1)
+		if from >= 1 && to >= 1 {
+			s.lq[i].fire = s.arriveFn(i)
+		}
+	}
 	for i := range cfg.Keys {
 		s.keys = append(s.keys, workload.KeyPath(keyPrefix, i))
 	}
@@ -256,15 +271,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // --- the event queue and the clock ---
 
 type simEvent struct {
-	at   int64
-	seq  uint64
-	fn   func()
-	link int // 1 + the index of a link whose first message arrives (no closure: most events)
+	at     int64
+	pushed int64  // when it was scheduled
+	key    uint64 // the partition that scheduled it, its own, and its counter (eventKey)
+	fn     func()
 }
 
+// The order of events is (at, pushed, key): a total order in which every part is
+// known to the partition that schedules an event, so partitions that run apart order
+// their events as one loop does. It is the order of scheduling, except among events
+// due at one instant and scheduled at one instant by different partitions, which go
+// by partition.
 func (e *simEvent) before(o *simEvent) bool {
-	return e.at < o.at || e.at == o.at && e.seq < o.seq
+	return e.at < o.at || e.at == o.at && (e.pushed < o.pushed || e.pushed == o.pushed && e.key < o.key)
 }
+
+// root is the partition of what runs between events (the harness: setup, the
+// nemesis, the end); it orders after the DCs at one instant, as it acts once the
+// instant's events are done.
+const root = 255
+
+// eventKey packs the scheduling partition, the partition the event is for and the
+// scheduler's counter.
+func eventKey(from, to int, seq uint64) uint64 { return uint64(from)<<56 | uint64(to)<<48 | seq }
+
+func keyPart(k uint64) int { return int(k >> 48 & 0xff) }
 
 // eventQueue is a 4-ary min-heap by (at, seq), typed so that pushing and popping
 // allocate nothing (container/heap boxes every element); four children a node halve
@@ -326,6 +357,7 @@ func (q *eventQueue) pop() simEvent {
 type linkQueue struct {
 	ds         []delivery // len(ds) is 0 or a power of two
 	head, size int
+	fire       func() // the link's event
 }
 
 // front is the link's first message; the queue must not be empty.
@@ -348,40 +380,63 @@ func (q *linkQueue) pop() {
 	q.size--
 }
 
-// enqueue puts d on link i; the link gets an event if d is its first message.
+// push schedules fn at t (not before now) for partition part.
+func (s *Sim) push(part int, t int64, fn func()) {
+	seq := s.seqs[s.cur]
+	s.seqs[s.cur]++
+	s.queue.push(simEvent{at: max(t, s.now), pushed: s.now, key: eventKey(s.cur, part, seq), fn: fn})
+}
+
+// enqueue puts d on link i; the link gets an event if d is its first message. A
+// counter is taken either way, as arrive does: whether the event is scheduled here or
+// at the receiver's next pop then numbers nothing else differently.
 func (s *Sim) enqueue(i int, d *delivery) {
 	q := &s.lq[i]
 	q.push(d)
+	seq := s.seqs[s.cur]
+	s.seqs[s.cur]++
 	if q.size == 1 {
-		s.seq++
-		s.queue.push(simEvent{at: d.at, seq: s.seq, link: i + 1})
+		s.queue.push(simEvent{at: d.at, pushed: s.now, key: eventKey(s.cur, d.to.part, seq), fn: q.fire})
 	}
 }
+
+// arriveFn is link i's event (made once per link, not a closure per message).
+func (s *Sim) arriveFn(i int) func() { return func() { s.arrive(i) } }
 
 // arrive delivers link i's first message (or lets it wait for a busy receiver) and
 // schedules the next.
 func (s *Sim) arrive(i int) {
 	q := &s.lq[i]
 	// Receiving sends on other links only, so q.ds keeps its array meanwhile.
-	if d := q.front(); !d.arrive() {
-		s.seq++
-		s.queue.push(simEvent{at: d.to.busy, seq: s.seq, link: i + 1})
+	ok := q.front().arrive()
+	seq := s.seqs[s.cur]
+	s.seqs[s.cur]++
+	if d := q.front(); !ok {
+		s.queue.push(simEvent{at: d.to.busy, pushed: s.now, key: eventKey(s.cur, s.cur, seq), fn: q.fire})
 		return
 	}
 	q.pop()
 	if q.size == 0 {
 		return
 	}
-	s.seq++
-	s.queue.push(simEvent{at: max(q.front().at, s.now), seq: s.seq, link: i + 1})
+	s.queue.push(simEvent{at: max(q.front().at, s.now), pushed: s.now, key: eventKey(s.cur, s.cur, seq), fn: q.fire})
 }
 
-func (s *Sim) at(t int64, fn func()) {
-	s.seq++
-	s.queue.push(simEvent{at: max(t, s.now), seq: s.seq, fn: fn})
-}
+// at schedules fn at t for partition part.
+func (s *Sim) at(part int, t int64, fn func()) { s.push(part, t, fn) }
 
-func (s *Sim) after(d time.Duration, fn func()) { s.at(s.now+int64(d), fn) }
+func (s *Sim) after(part int, d time.Duration, fn func()) { s.at(part, s.now+int64(d), fn) }
+
+// partOf is server id's partition: its DC's index among the DCs' sorted names.
+func (s *Sim) partOf(id int) int {
+	var names []string
+	for _, dc := range s.cfg.Topology.DCs() {
+		names = append(names, dc.Name)
+	}
+	slices.Sort(names)
+	i, _ := slices.BinarySearch(names, s.cfg.Topology.DC(id))
+	return i
+}
 
 // runUntil processes every event up to t (or until ctx ends) and sets the clock to t.
 func (s *Sim) runUntil(ctx context.Context, t int64) error {
@@ -390,15 +445,11 @@ func (s *Sim) runUntil(ctx context.Context, t int64) error {
 			return ctx.Err()
 		}
 		e := s.queue.pop()
-		s.now = e.at
+		s.now, s.cur = e.at, keyPart(e.key)
 		s.count++
-		if e.link > 0 {
-			s.arrive(e.link - 1)
-		} else {
-			e.fn()
-		}
+		e.fn()
 	}
-	s.now = max(s.now, t)
+	s.now, s.cur = max(s.now, t), root
 	return s.err
 }
 
