@@ -64,9 +64,11 @@ bench: build
 ## correctness end to end on real clusters (local, netns, docker, swarm, ZooKeeper).
 ## No test compares a latency or a duration on a real backend with the model or a bound,
 ## and none measures again until it passes: so packages run side by side. Fidelity is
-## `make nightly`'s; speed is `go test -bench`'s (reported, never asserted).
+## `make nightly`'s; speed is `go test -bench`'s (reported, never asserted). The
+## simulator's windows, the one place goroutines share a run, go under the race detector.
 test:
 	$(GO) test -timeout 25m $(PKGS)
+	$(GO) test -race -count=1 -run 'TestWorkers$$/three-dc-recovery|TestWorkersUnderFaults' ./sim
 
 ## check-broken: the proof that polebench check catches two replicas broken on purpose
 ## (docs/faults.md): a search over seeds on the local backend's real timing, a few minutes.

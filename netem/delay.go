@@ -59,6 +59,23 @@ func (s *Sampler) Next() time.Duration {
 	return time.Duration(tabledist(s.mu, s.sigma, s.rng.Uint32(), s.table))
 }
 
+// MinDelay is the least one-way delay l's sampler can draw (its table's lowest entry,
+// or the uniform range's bottom), and never below 0: what a message sent now cannot
+// arrive before. The simulator's partitions run that far apart.
+func (l Link) MinDelay() (time.Duration, error) {
+	tab, err := table(l.Dist)
+	if err != nil {
+		return 0, err
+	}
+	low := 0
+	for i, t := range tab {
+		if t < tab[low] {
+			low = i
+		}
+	}
+	return time.Duration(max(tabledist(int64(l.Delay), int32(l.Jitter), uint32(low), tab), 0)), nil
+}
+
 // LinkSeed is the seed of the link from one server to another under a plan seed:
 // repeatable, and different for every ordered pair.
 func LinkSeed(planSeed int64, from, to int) uint64 {

@@ -178,6 +178,37 @@ func TestUniformJitter(t *testing.T) {
 	}
 }
 
+// TestMinDelay: no draw is below MinDelay, and enough draws reach it (every table
+// entry is hit; the uniform range's bottom to within 100 ns); a jitter larger than the delay floors it at 0, as the kernel sends at once.
+func TestMinDelay(t *testing.T) {
+	for _, dist := range Dists {
+		for _, l := range []Link{
+			{From: 1, To: 2, Delay: 10 * time.Millisecond, Jitter: 200 * time.Microsecond, Dist: dist},
+			{From: 1, To: 2, Delay: 100 * time.Microsecond, Jitter: 80 * time.Microsecond, Dist: dist},
+			{From: 1, To: 2, Delay: 10 * time.Millisecond, Dist: dist},
+		} {
+			low, err := l.MinDelay()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewSampler(l, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			least := time.Duration(math.MaxInt64)
+			for range 200000 {
+				least = min(least, max(s.Next(), 0))
+			}
+			if least < low || least > low && (dist != DistUniform || least-low > 100) {
+				t.Errorf("%s, delay %v jitter %v: least of 200,000 draws %v, MinDelay %v", dist, l.Delay, l.Jitter, least, low)
+			}
+		}
+	}
+	if _, err := (Link{Dist: "gamma"}).MinDelay(); err == nil {
+		t.Error("MinDelay accepted an unknown distribution")
+	}
+}
+
 func TestSamplerDeterministic(t *testing.T) {
 	l := Link{From: 1, To: 2, Delay: time.Millisecond, Jitter: 20 * time.Microsecond, Dist: DistNormal}
 	a, _ := NewSampler(l, 7)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/pool"
@@ -23,6 +24,16 @@ func Parallelism(jobs int, sps ...*spec.Spec) int {
 		most = max(most, simMemory(sp))
 	}
 	return pool.Workers(most, jobs)
+}
+
+// SimWorkers is how many goroutines each simulated repetition of sp can step its DCs
+// on (Options.Workers): the cores left over by the repetitions that run at once; 1
+// for a real backend, or where the cores are all taken.
+func SimWorkers(jobs int, sp *spec.Spec) int {
+	if sp.Backend != backend.Sim {
+		return 1
+	}
+	return max(1, runtime.GOMAXPROCS(0)/max(1, min(Parallelism(jobs, sp), sp.Repetitions)))
 }
 
 // simMemory bounds what a simulated run holds at its peak: a base, and per server

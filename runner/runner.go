@@ -46,6 +46,9 @@ type Options struct {
 	LeaderTimeout time.Duration
 	// Jobs caps how many simulated repetitions run at once (0: Parallelism's choice).
 	Jobs int
+	// Workers steps each simulated repetition's DCs on that many goroutines
+	// (sim.Config.Workers: the outputs do not depend on it); 0 or 1: one loop.
+	Workers int
 	// ZooKeeperWarmUp is how long a ZooKeeper cluster serves writes before the run
 	// (0: zookeeper.WarmUp, so its JIT has compiled the write path; negative:
 	// none, for a run that checks correctness only).

@@ -14,11 +14,17 @@ import (
 func (r *repetitionRun) simulate(ctx context.Context, t *trial.Test) (*trial.History, error) {
 	r.status("simulating %s (%d servers, %v)", t.Spec.Name, t.Topology.N(), t.Spec.Duration)
 	t0 := time.Now()
-	res, err := sim.Run(ctx, t.Sim(r.log.With("part", "sim")))
+	cfg := t.Sim(r.log.With("part", "sim"))
+	cfg.Workers = r.o.Workers
+	res, err := sim.Run(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.log.Info("simulated", "events", res.Events, "virtual", res.Virtual, "wall", time.Since(t0).Round(time.Millisecond))
+	r.log.Info("simulated", "events", res.Events, "virtual", res.Virtual, "wall", time.Since(t0).Round(time.Millisecond),
+		"workers", cfg.Workers, "windows", res.Windows)
+	if res.OneLoop != "" {
+		r.log.Info("simulated again on one loop", "why", res.OneLoop)
+	}
 	return Simulated(t, res), nil
 }
 

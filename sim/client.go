@@ -86,7 +86,9 @@ func (r *request) advance() {
 // load runs the workload (and the nemesis) for the spec's duration, then waits for
 // what is in flight, as workload.RunFrom does.
 func (s *Sim) load(ctx context.Context) {
-	s.start = s.now
+	for _, p := range s.all() {
+		p.start = s.now
+	}
 	s.harness = append(s.harness, analysis.HarnessRecord(0, event.LoadStart, 0, nil))
 	// The links' schedules count from here, and change exactly at their instants.
 	for _, at := range s.cfg.Plan.Instants() {
@@ -133,7 +135,7 @@ func (s *Sim) load(ctx context.Context) {
 	if ctx.Err() != nil { // interrupted: what was in flight may yet commit
 		why = "in flight when the run was interrupted"
 	}
-	for _, r := range s.reqs {
+	for _, r := range s.allReqs() {
 		if !r.ended {
 			r.end(workload.Unknown, why, datatree.Stat{})
 		}
@@ -141,7 +143,33 @@ func (s *Sim) load(ctx context.Context) {
 	s.harness = append(s.harness, analysis.HarnessRecord(s.since(), event.LoadEnd, 0, nil))
 }
 
-func (s *Sim) inFlight() bool { return s.open > 0 }
+func (s *Sim) inFlight() bool {
+	if s.win == nil {
+		return s.open > 0
+	}
+	n := 0
+	for _, p := range s.all() {
+		n += p.open
+	}
+	return n > 0
+}
+
+// all is the Sim and its partitions.
+func (s *Sim) all() []*Sim {
+	if s.win == nil {
+		return []*Sim{s}
+	}
+	return append([]*Sim{s}, s.win.ps...)
+}
+
+// allReqs is every partition's requests.
+func (s *Sim) allReqs() []*request {
+	var out []*request
+	for _, p := range s.all() {
+		out = append(out, p.reqs...)
+	}
+	return out
+}
 
 // pace issues c's next request at its intended time.
 func (s *Sim) pace(c *dcClient) {
@@ -150,7 +178,8 @@ func (s *Sim) pace(c *dcClient) {
 		return
 	}
 	if c.issue == nil {
-		c.issue = func() { s.issue(c) }
+		p := s.part(c.index) // it runs in its DC's partition
+		c.issue = func() { p.issue(c) }
 	}
 	s.at(c.index, s.start+int64(c.next), c.issue)
 }
@@ -244,8 +273,9 @@ func (r *request) end(o workload.Outcome, msg string, st datatree.Stat) {
 
 // records are the requests' records in the workload's order.
 func (s *Sim) records() []workload.Record {
-	out := make([]workload.Record, 0, len(s.reqs))
-	for _, r := range s.reqs {
+	reqs := s.allReqs()
+	out := make([]workload.Record, 0, len(reqs))
+	for _, r := range reqs {
 		out = append(out, r.rec)
 	}
 	slices.SortFunc(out, func(a, b workload.Record) int {

@@ -30,7 +30,7 @@ const snapChunk = 1 << 20
 // server is one simulated poled: a replica.Driver with an in-memory disk, links that
 // die with it, and the client requests it holds.
 type server struct {
-	s   *Sim
+	s    *Sim
 	id   int
 	dc   string
 	part int // its DC's partition
@@ -166,6 +166,7 @@ func (v *server) notifyClosed(p *server, inc, gen int) {
 	}
 	pinc, dead, vinc, vgen := p.inc, v.id, inc, int32(gen)
 	q := &s.lq[linkKey{v.id, p.id, chBroadcast}.index(s.cfg.Topology.N())]
+	ps := p.s // it runs where p does
 	var closed func()
 	closed = func() {
 		if !p.alive(pinc) {
@@ -174,12 +175,12 @@ func (v *server) notifyClosed(p *server, inc, gen int) {
 		// Frames of the dead incarnation still on the link (due at this instant, or
 		// deferred behind p's busy loop) go first; their events were queued before
 		// this one's next, so it runs after them.
-		if q.size > 0 && int(q.front().inc) == vinc && q.front().gen == vgen || p.busy > s.now {
-			next := max(s.now, p.busy)
+		if q.size > 0 && int(q.front().inc) == vinc && q.front().gen == vgen || p.busy > ps.now {
+			next := max(ps.now, p.busy)
 			if q.size > 0 {
 				next = max(next, q.front().at)
 			}
-			s.at(p.part, next, closed)
+			ps.at(p.part, next, closed)
 			return
 		}
 		p.d.Closed(dead)
@@ -222,7 +223,7 @@ func (v *server) drain() {
 	if v.awaitServing {
 		v.awaitServing = false
 		v.markServing()
-		v.s.harness = append(v.s.harness, analysis.HarnessRecord(v.s.since(), event.Serving, v.id, nil))
+		v.s.record(analysis.HarnessRecord(v.s.since(), event.Serving, v.id, nil))
 	}
 }
 
@@ -313,7 +314,7 @@ func (v *server) send(d *delivery, ch channel, size int) {
 // arrive hands d to its receiver, unless the receiver's loop is busy (in a write or a
 // request): then d and what follows it on its link wait, and it reports false.
 func (d *delivery) arrive() bool {
-	s, v, dst := d.from.s, d.from, d.to
+	s, v, dst := d.to.s, d.from, d.to // the receiver's partition runs this
 	if l := &s.links[d.link]; int32(v.inc) != d.inc && d.depart > v.diedAt || !dst.alive(int(d.dinc)) || int32(l.gen) != d.gen || l.cut {
 		return true
 	}
@@ -483,6 +484,10 @@ func (io *serverIO) Mark(m trace.Mark)                     { (*server)(io).mark(
 func (io *serverIO) ResetPeers() {
 	v := (*server)(io)
 	s := v.s
+	if s.inWindow() { // it reaches the other partitions at once
+		s.redo("a reset of the broadcast streams within a window")
+		return
+	}
 	for _, p := range s.servers[1:] {
 		if p == v {
 			continue

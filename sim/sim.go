@@ -70,6 +70,11 @@ type Config struct {
 	// Default DefaultDiskLatency; negative means none.
 	DiskLatency time.Duration
 
+	// Workers is how many goroutines step the DCs' partitions, in windows as long as
+	// the least delay between two DCs (window.go). The outputs are the same at any
+	// count; 0 or 1 is one loop.
+	Workers int
+
 	Log *slog.Logger
 
 	// beforeFinish, in tests, tampers with the cluster before the checks read it.
@@ -135,6 +140,10 @@ type Result struct {
 	MarksStart int64
 	Events     uint64        // simulated events processed
 	Virtual    time.Duration // virtual time from the servers' start to the end
+	// Windows is how many windows the partitions ran in (Config.Workers; 0 on one
+	// loop). OneLoop says why a windowed run was simulated again on one loop.
+	Windows uint64
+	OneLoop string
 }
 
 // base is the wall-clock origin of virtual time: events carry absolute times, and a
@@ -151,7 +160,7 @@ type Sim struct {
 	// cur is the partition whose event is being processed (root between events): it
 	// pushes what that event schedules, numbered by its own counter in seqs.
 	cur  int
-	seqs []uint64 // by partition
+	seqs []uint64 // by partition, seqPad apart (partitions count on different cores)
 
 	servers []*server   // by id; [0] unused
 	links   []linkState // by linkKey.index
@@ -170,6 +179,21 @@ type Sim struct {
 	keys    []string // the keyspace's paths, made once (a Sprintf per request was 3 % of a run)
 	value   []byte   // the value being submitted
 	err     error
+
+	// A windowed run's (window.go): nil on one loop. idx is a partition's index
+	// (root for the root Sim); the others are what a partition holds until its
+	// window ends, and the log lines the root holds until the run ends.
+	win     *windows
+	idx     int
+	outbox  []handover
+	hrecs   []held[analysis.Record]
+	hlogs   []held[logged]
+	held    []logged
+	redoWhy string
+	// The event a partition is stepping: a link's sending and emptying at one
+	// instant are ordered by their events.
+	curPushed int64
+	curKey    uint64
 }
 
 type linkKey struct {
@@ -197,6 +221,19 @@ const (
 
 // Run simulates the spec's run and returns what it measured. ctx stops it early.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	res, err := run(ctx, cfg)
+	if !errors.Is(err, errRedo) {
+		return res, err
+	}
+	why := err.Error()
+	cfg.Workers = 1
+	if res, err = run(ctx, cfg); res != nil {
+		res.OneLoop = why
+	}
+	return res, err
+}
+
+func run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.PayloadBytes <= 0 {
 		cfg.PayloadBytes = 1024
 	}
@@ -240,32 +277,49 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	s := &Sim{cfg: cfg, links: make([]linkState, (n+1)*(n+1)*2), runID: fmt.Sprintf("sim%x", cfg.Seed)}
 	s.lq = make([]linkQueue, len(s.links))
 	s.parts = len(cfg.Topology.DCs())
-	s.seqs = make([]uint64, root+1)
+	s.seqs = make([]uint64, (root+1)*seqPad)
 	s.cur = root
 	for i := range s.lq {
 		from, to := i/2/(n+1), i/2%(n+1)
 		if from >= 1 && to >= 1 {
-			s.lq[i].fire = s.arriveFn(i)
+			s.lq[i].fire, s.lq[i].popAt = s.arriveFn(i), -1
 		}
 	}
 	for i := range cfg.Keys {
 		s.keys = append(s.keys, workload.KeyPath(keyPrefix, i))
 	}
 	s.log = slog.New(virtualTime{cfg.Log.Handler(), s})
+	defer func() { s.win.close() }()
+	// A windowed run that must go back to one loop says why, whatever the step it
+	// stopped in made of the stop.
+	redo := func(err error) error {
+		if s.err == errRedo {
+			return fmt.Errorf("%w: %s", errRedo, s.win.why)
+		}
+		return err
+	}
 	if err := s.boot(); err != nil {
-		return nil, err
+		return nil, redo(err)
 	}
 	if err := s.setup(ctx); err != nil {
-		return nil, err
+		return nil, redo(err)
 	}
 	s.load(ctx)
 	if s.err != nil {
-		return nil, s.err
+		return nil, redo(s.err)
 	}
 	if cfg.beforeFinish != nil {
 		cfg.beforeFinish(s)
 	}
-	return s.finish(ctx)
+	res, err := s.finish(ctx)
+	if err != nil {
+		return nil, redo(err)
+	}
+	if s.win != nil {
+		res.Windows = s.win.n
+		s.flushLogs(ctx)
+	}
+	return res, nil
 }
 
 // --- the event queue and the clock ---
@@ -290,6 +344,9 @@ func (e *simEvent) before(o *simEvent) bool {
 // nemesis, the end); it orders after the DCs at one instant, as it acts once the
 // instant's events are done.
 const root = 255
+
+// seqPad spaces the partitions' counters a cache line apart.
+const seqPad = 8
 
 // eventKey packs the scheduling partition, the partition the event is for and the
 // scheduler's counter.
@@ -358,6 +415,10 @@ type linkQueue struct {
 	ds         []delivery // len(ds) is 0 or a power of two
 	head, size int
 	fire       func() // the link's event
+	// When the receiver last emptied the link, and the counter it took then: a
+	// windowed run's hand-over needs them (window.go).
+	popAt, popPushed int64
+	popKey, popSeq   uint64
 }
 
 // front is the link's first message; the queue must not be empty.
@@ -382,21 +443,25 @@ func (q *linkQueue) pop() {
 
 // push schedules fn at t (not before now) for partition part.
 func (s *Sim) push(part int, t int64, fn func()) {
-	seq := s.seqs[s.cur]
-	s.seqs[s.cur]++
-	s.queue.push(simEvent{at: max(t, s.now), pushed: s.now, key: eventKey(s.cur, part, seq), fn: fn})
+	seq := s.seqs[s.cur*seqPad]
+	s.seqs[s.cur*seqPad]++
+	s.queueOf(part).push(simEvent{at: max(t, s.now), pushed: s.now, key: eventKey(s.cur, part, seq), fn: fn})
 }
 
 // enqueue puts d on link i; the link gets an event if d is its first message. A
 // counter is taken either way, as arrive does: whether the event is scheduled here or
 // at the receiver's next pop then numbers nothing else differently.
 func (s *Sim) enqueue(i int, d *delivery) {
+	seq := s.seqs[s.cur*seqPad]
+	s.seqs[s.cur*seqPad]++
+	if s.inWindow() && d.to.part != s.idx {
+		s.handOver(i, seq, d)
+		return
+	}
 	q := &s.lq[i]
 	q.push(d)
-	seq := s.seqs[s.cur]
-	s.seqs[s.cur]++
 	if q.size == 1 {
-		s.queue.push(simEvent{at: d.at, pushed: s.now, key: eventKey(s.cur, d.to.part, seq), fn: q.fire})
+		s.queueOf(d.to.part).push(simEvent{at: d.at, pushed: s.now, key: eventKey(s.cur, d.to.part, seq), fn: q.fire})
 	}
 }
 
@@ -409,14 +474,15 @@ func (s *Sim) arrive(i int) {
 	q := &s.lq[i]
 	// Receiving sends on other links only, so q.ds keeps its array meanwhile.
 	ok := q.front().arrive()
-	seq := s.seqs[s.cur]
-	s.seqs[s.cur]++
+	seq := s.seqs[s.cur*seqPad]
+	s.seqs[s.cur*seqPad]++
 	if d := q.front(); !ok {
 		s.queue.push(simEvent{at: d.to.busy, pushed: s.now, key: eventKey(s.cur, s.cur, seq), fn: q.fire})
 		return
 	}
 	q.pop()
 	if q.size == 0 {
+		q.popAt, q.popPushed, q.popKey, q.popSeq = s.now, s.curPushed, s.curKey, seq
 		return
 	}
 	s.queue.push(simEvent{at: max(q.front().at, s.now), pushed: s.now, key: eventKey(s.cur, s.cur, seq), fn: q.fire})
@@ -440,6 +506,9 @@ func (s *Sim) partOf(id int) int {
 
 // runUntil processes every event up to t (or until ctx ends) and sets the clock to t.
 func (s *Sim) runUntil(ctx context.Context, t int64) error {
+	if s.win != nil {
+		return s.runWindows(ctx, t)
+	}
 	for len(s.queue) > 0 && s.queue[0].at <= t && s.err == nil {
 		if s.count&0xfff == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -490,6 +559,7 @@ func (s *Sim) boot() error {
 		}
 		s.servers[id] = srv
 	}
+	s.partition()
 	for _, srv := range s.servers[1:] {
 		if err := srv.boot(); err != nil {
 			return err
@@ -602,9 +672,20 @@ func (s *Sim) finish(ctx context.Context) (*Result, error) {
 		Digests:      digests,
 		Marks:        marks,
 		MarksStart:   s.start,
-		Events:       s.count,
+		Events:       s.events(),
 		Virtual:      time.Duration(s.now),
 	}, nil
+}
+
+// events is how many events the run processed, on every partition.
+func (s *Sim) events() uint64 {
+	n := s.count
+	if s.win != nil {
+		for _, p := range s.win.ps {
+			n += p.count
+		}
+	}
+	return n
 }
 
 func (s *Sim) live() []*server {

@@ -130,29 +130,39 @@ var (
 // against real time at each rate is in docs/performance.md
 // (go test ./sim -run XXX -bench RunLarge -benchtime 1x -large-rate N).
 func BenchmarkRunLarge(b *testing.B) {
+	benchRun(b, ring(b, 9, 5, *largeRate, *largeDuration))
+}
+
+// ring is dcs data centers of per servers each on a ring (10 ms of RTT per step), at
+// rate requests per second for d, the last server leading and killed halfway.
+func ring(t testing.TB, dcs, per, rate int, d time.Duration) Config {
+	t.Helper()
 	var y strings.Builder
-	y.WriteString("name: ring45\ndatacenters:\n")
-	for dc := range 9 {
-		fmt.Fprintf(&y, "  - {name: D%d, servers: [%d, %d, %d, %d, %d]}\n", dc+1, 5*dc+1, 5*dc+2, 5*dc+3, 5*dc+4, 5*dc+5)
+	y.WriteString("name: ring\ndatacenters:\n")
+	for dc := range dcs {
+		var ids []string
+		for i := range per {
+			ids = append(ids, fmt.Sprint(per*dc+i+1))
+		}
+		fmt.Fprintf(&y, "  - {name: D%d, servers: [%s]}\n", dc+1, strings.Join(ids, ", "))
 	}
 	y.WriteString("rtt:\n")
-	for i := range 9 {
-		for j := i + 1; j < 9; j++ {
-			fmt.Fprintf(&y, "  - {between: [D%d, D%d], ms: %d}\n", i+1, j+1, 10*min(j-i, 9-(j-i)))
+	for i := range dcs {
+		for j := i + 1; j < dcs; j++ {
+			fmt.Fprintf(&y, "  - {between: [D%d, D%d], ms: %d}\n", i+1, j+1, 10*min(j-i, dcs-(j-i)))
 		}
 	}
-	fmt.Fprintf(&y, "rates: {total: %d}\ninitial_leader: 45\nworkload: {warmup: 1s}\ncrash_at: %v\nduration: %v\n", *largeRate, *largeDuration/2, *largeDuration)
-	sp, err := spec.Parse("ring45.yaml", []byte(y.String()))
+	fmt.Fprintf(&y, "rates: {total: %d}\ninitial_leader: %d\nworkload: {warmup: 1s}\ncrash_at: %v\nduration: %v\n", rate, dcs*per, d/2, d)
+	sp, err := spec.Parse("ring.yaml", []byte(y.String()))
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	topo, err := sp.Topology()
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	cfg := Config{Topology: topo, Plan: sp.Plan(topo, 1), Oracle: sp.Oracle, InitialLeader: sp.InitialLeader,
+	return Config{Topology: topo, Plan: sp.Plan(topo, 1), Oracle: sp.Oracle, InitialLeader: sp.InitialLeader,
 		Faults: sp.FaultSchedule(), Rates: sp.RatesByDC(), Arrival: arrival.Poisson, Seed: 1, Duration: sp.Duration}
-	benchRun(b, cfg)
 }
 
 // BenchmarkRun: a 120 s two-dc run at 1000 req/s; the goal is at most 2 s.
@@ -164,13 +174,15 @@ var runDuration = flag.Duration("run-duration", 120*time.Second, "BenchmarkRun's
 
 var benchTrace = flag.Bool("trace", false, "benchmarks record trace marks (as polebench run does)")
 
+var benchWorkers = flag.Int("workers", 1, "goroutines stepping the DCs' partitions (Config.Workers)")
+
 // benchRun reports the real-time factor against the wall clock (x-realtime) and
 // against the CPU time the process spent (x-realtime-cpu: user and system, every
 // thread, the collector's too), which a machine busy with other work inflates less.
 func benchRun(b *testing.B, cfg Config) {
-	cfg.Trace = *benchTrace
+	cfg.Trace, cfg.Workers = *benchTrace, *benchWorkers
 	var wall, cpu time.Duration
-	var events uint64
+	var events, windows uint64
 	for b.Loop() {
 		t0, c0 := time.Now(), cpuTime()
 		res, err := Run(context.Background(), cfg)
@@ -180,8 +192,15 @@ func benchRun(b *testing.B, cfg Config) {
 		wall += time.Since(t0)
 		cpu += cpuTime() - c0
 		events += res.Events
+		windows += res.Windows
+		if res.OneLoop != "" {
+			b.Logf("went back to one loop: %s", res.OneLoop)
+		}
 	}
 	b.ReportMetric(float64(events)/float64(b.N), "events/op")
+	if *benchWorkers > 1 {
+		b.ReportMetric(float64(windows)/float64(b.N), "windows/op")
+	}
 	b.ReportMetric(float64(cfg.Duration)*float64(b.N)/float64(wall), "x-realtime")
 	if cpu > 0 {
 		b.ReportMetric(float64(cfg.Duration)*float64(b.N)/float64(cpu), "x-realtime-cpu")

@@ -145,6 +145,20 @@ func jobsFlag(fs *flag.FlagSet) *int {
 	return &jobs
 }
 
+// workersFlag registers --workers: goroutines per simulated run (sim.Config.Workers).
+func workersFlag(fs *flag.FlagSet) *int {
+	workers := 0
+	fs.Func("workers", "goroutines stepping each simulated run's data centers, in windows; the outputs are the same at any count (default 0: the cores the runs at once leave each)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a whole number of goroutines, 0 or more")
+		}
+		workers = n
+		return nil
+	})
+	return &workers
+}
+
 // specArg parses args (flags anywhere, one positional SPEC), then resolves SPEC (a
 // file or a shipped name) and applies the override flags registered with sets.
 func specArg(fs *flag.FlagSet, args []string, sets *[]spec.Setting) (*spec.Spec, error) {

@@ -28,10 +28,11 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "SPEC [--out DIR] [--jobs N] [overrides]", runSummary, stderr)
+	fs := newFlags("run", "SPEC [--out DIR] [--jobs N] [--workers N] [overrides]", runSummary, stderr)
 	out := fs.String("out", "", "run directory (default results/<spec>/<timestamp>, with a latest link)")
 	verbose := fs.Bool("v", false, "log the harness's and the workload's progress to stderr")
 	jobs := jobsFlag(fs)
+	workers := workersFlag(fs)
 	spec, err := specArg(fs, args, overrideFlags(fs))
 	if err != nil {
 		return err
@@ -45,8 +46,11 @@ func runRun(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if *workers == 0 {
+		*workers = runner.SimWorkers(*jobs, spec)
+	}
 	res, err := runner.Run(ctx, runner.Options{
-		Spec: spec, Out: *out, Progress: progress.New(stdout), Jobs: *jobs,
+		Spec: spec, Out: *out, Progress: progress.New(stdout), Jobs: *jobs, Workers: *workers,
 		OnRun: func(r runner.Repetition) { printRun(stdout, r) },
 		Log:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	})
