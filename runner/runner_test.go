@@ -702,6 +702,28 @@ func TestParallelism(t *testing.T) {
 	}
 }
 
+// TestSimWorkers: a simulated repetition gets the cores the repetitions at once leave
+// it (on 4 cores here); a real one always one loop.
+func TestSimWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, c := range []struct {
+		name string
+		jobs int
+		set  []string
+		want int
+	}{
+		{"one repetition", 0, []string{"backend=sim", "repetitions=1"}, 4},
+		{"three at once", 0, []string{"backend=sim", "repetitions=3"}, 1},
+		{"five, two at a time", 2, []string{"backend=sim", "repetitions=5"}, 2},
+		{"five, one at a time", 1, []string{"backend=sim", "repetitions=5"}, 4},
+		{"local", 0, []string{"repetitions=1"}, 1},
+	} {
+		if got := SimWorkers(c.jobs, specFor(t, "two-dc", c.set...)); got != c.want {
+			t.Errorf("%s: SimWorkers = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
 // TestLinkSchedule: rtt-schedule's D1-D3 RTT changes at 20 s; the local backend's
 // user-space lines and the simulator's change it, and each records one LINK_CHANGE per
 // server whose egress changed (p1 in D3; p4 and p5 in D1), never before the instant

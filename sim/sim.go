@@ -4,7 +4,8 @@
 // order and the window / RTT bandwidth of the user-space links), with clients that
 // issue exactly the requests of a real run (the workload's schedules, keys and picks
 // from the same seeds) and record them the same way. Faults are nemesis.Play on a
-// virtual clock. One goroutine does everything, so a seed gives one history.
+// virtual clock. One event loop does everything, so a seed gives one history;
+// with Config.Workers, one per DC in windows gives the same (window.go).
 //
 // What the simulator reduces to constants is documented on Config: a server's CPU per
 // request, a write's latency (its loop waits for it; a kill loses what is not yet

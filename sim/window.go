@@ -170,11 +170,13 @@ func (s *Sim) redo(why string) {
 // queueOf is the queue of partition part's events, as s schedules them.
 func (s *Sim) queueOf(part int) *eventQueue {
 	switch {
-	case s.win == nil || part == s.idx:
+	case s.win == nil:
 		return &s.queue
 	case s.cur == root:
 		s.win.rootNow = s.now
 		return &s.win.ps[part].queue
+	case part == s.idx:
+		return &s.queue
 	}
 	s.redo("an event scheduled on another partition within a window")
 	return &s.queue

@@ -131,6 +131,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"model", "nope"}, 1, "", "nope is neither a file nor a shipped spec"},
 		{[]string{"run", "two-dc", "--jobs", "-1"}, 2, "", `invalid value "-1" for flag -jobs: want a whole number of runs, 0 or more`},
 		{[]string{"reproduce", "--jobs", "two"}, 2, "", `invalid value "two" for flag -jobs`},
+		{[]string{"run", "two-dc", "--workers", "-2"}, 2, "", `invalid value "-2" for flag -workers: want a whole number of goroutines, 0 or more`},
 		{[]string{"version"}, 0, "polebench dev", ""},
 		{[]string{"help"}, 0, "polebench model", ""},
 		{[]string{"--help"}, 0, "polebench version", ""},
