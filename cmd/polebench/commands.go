@@ -133,30 +133,26 @@ func overrideFlags(fs *flag.FlagSet) *[]spec.Setting {
 // jobsFlag registers --jobs: at most that many simulated runs at once (real ones
 // always go one at a time).
 func jobsFlag(fs *flag.FlagSet) *int {
-	jobs := 0
-	fs.Func("jobs", "at most this many simulated runs at once (default 0: one per core, as memory allows)", func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("want a whole number of runs, 0 or more")
-		}
-		jobs = n
-		return nil
-	})
-	return &jobs
+	return countFlag(fs, "jobs", "runs", "at most this many simulated runs at once (default 0: one per core, as memory allows)")
 }
 
 // workersFlag registers --workers: goroutines per simulated run (sim.Config.Workers).
 func workersFlag(fs *flag.FlagSet) *int {
-	workers := 0
-	fs.Func("workers", "goroutines stepping each simulated run's data centers, in windows; the outputs are the same at any count (default 0: the cores the runs at once leave each)", func(v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("want a whole number of goroutines, 0 or more")
+	return countFlag(fs, "workers", "goroutines", "goroutines stepping each simulated run's data centers, in windows; the outputs are the same at any count (default 0: the cores the runs at once leave each)")
+}
+
+// countFlag registers a flag for a count of what, 0 or more (0 by default).
+func countFlag(fs *flag.FlagSet, name, what, usage string) *int {
+	n := 0
+	fs.Func(name, usage, func(v string) error {
+		v2, err := strconv.Atoi(v)
+		if err != nil || v2 < 0 {
+			return fmt.Errorf("want a whole number of %s, 0 or more", what)
 		}
-		workers = n
+		n = v2
 		return nil
 	})
-	return &workers
+	return &n
 }
 
 // specArg parses args (flags anywhere, one positional SPEC), then resolves SPEC (a
