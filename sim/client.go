@@ -144,12 +144,11 @@ func (s *Sim) load(ctx context.Context) {
 }
 
 func (s *Sim) inFlight() bool {
-	if s.win == nil {
-		return s.open > 0
-	}
-	n := 0
-	for _, p := range s.all() {
-		n += p.open
+	n := s.open
+	if s.win != nil {
+		for _, p := range s.win.ps {
+			n += p.open
+		}
 	}
 	return n > 0
 }

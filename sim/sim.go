@@ -355,7 +355,7 @@ func eventKey(from, to int, seq uint64) uint64 { return uint64(from)<<56 | uint6
 
 func keyPart(k uint64) int { return int(k >> 48 & 0xff) }
 
-// eventQueue is a 4-ary min-heap by (at, seq), typed so that pushing and popping
+// eventQueue is a 4-ary min-heap by (at, pushed, key), typed so that pushing and popping
 // allocate nothing (container/heap boxes every element); four children a node halve
 // the depth of a binary heap for the same comparisons.
 type eventQueue []simEvent
@@ -442,13 +442,6 @@ func (q *linkQueue) pop() {
 	q.size--
 }
 
-// push schedules fn at t (not before now) for partition part.
-func (s *Sim) push(part int, t int64, fn func()) {
-	seq := s.seqs[s.cur*seqPad]
-	s.seqs[s.cur*seqPad]++
-	s.queueOf(part).push(simEvent{at: max(t, s.now), pushed: s.now, key: eventKey(s.cur, part, seq), fn: fn})
-}
-
 // enqueue puts d on link i; the link gets an event if d is its first message. A
 // counter is taken either way, as arrive does: whether the event is scheduled here or
 // at the receiver's next pop then numbers nothing else differently.
@@ -489,8 +482,12 @@ func (s *Sim) arrive(i int) {
 	s.queue.push(simEvent{at: max(q.front().at, s.now), pushed: s.now, key: eventKey(s.cur, s.cur, seq), fn: q.fire})
 }
 
-// at schedules fn at t for partition part.
-func (s *Sim) at(part int, t int64, fn func()) { s.push(part, t, fn) }
+// at schedules fn at t (not before now) for partition part.
+func (s *Sim) at(part int, t int64, fn func()) {
+	seq := s.seqs[s.cur*seqPad]
+	s.seqs[s.cur*seqPad]++
+	s.queueOf(part).push(simEvent{at: max(t, s.now), pushed: s.now, key: eventKey(s.cur, part, seq), fn: fn})
+}
 
 func (s *Sim) after(part int, d time.Duration, fn func()) { s.at(part, s.now+int64(d), fn) }
 
