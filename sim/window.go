@@ -27,11 +27,13 @@ import (
 // A link's event is scheduled by its sender when the message is the only one on it,
 // or else by the receiver when it takes the message before; which of the two it was
 // depends on when the receiver last emptied the link (linkQueue.popAt), which the
-// hand-over compares with the sending. Whatever a window cannot order as one loop
-// would stops the windows, and the run is simulated again on one loop (errRedo):
-// a sending and an emptying of one link at one instant, records or log lines of two
-// partitions at one instant, an event one partition schedules on another's servers
-// within a window (ResetPeers), a message due before its window's end, an error.
+// hand-over compares with the sending (at one instant, the keys of the events that
+// emptied and sent). Records and log lines go in the order of the events that made
+// them. Whatever a window cannot order as one loop would stops the windows, and the
+// run is simulated again on one loop (errRedo): a sending and an emptying of one link,
+// or records or log lines of two partitions, at an instant the harness scheduled
+// events on (windows.rootNow); an event one partition schedules on another's within
+// a window (ResetPeers); a message due before its window's end; an error.
 
 // windows is a windowed run's partitions and the goroutines that step them.
 type windows struct {
