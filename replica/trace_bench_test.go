@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/polebench/polebench/zab"
 )
 
 // BenchmarkTraceCost measures what Config.Trace costs: the writes per second a 3-node
@@ -78,4 +79,27 @@ func closedLoopRate(b *testing.B, trace bool, d time.Duration) float64 {
 	}
 	wg.Wait()
 	return float64(done.Load()) / d.Seconds()
+}
+
+// BenchmarkTraceGroupCommit: what a leader's tracer spends on one Ready after a group
+// commit that stepped 4 followers' ACKs for 500 writes and commits them all (a stall's
+// backlog): go test ./replica -run '^$' -bench TraceGroupCommit.
+func BenchmarkTraceGroupCommit(b *testing.B) {
+	const e, writes = zab.Epoch(1), 500
+	io := &markIO{}
+	tr := newTracer(5, io)
+	st := zab.Status{Role: zab.Leading, Serving: true, Epoch: e}
+	var rd zab.Ready
+	for c := range writes {
+		rd.Committed = append(rd.Committed, zab.Txn{Zxid: zab.MakeZxid(e, uint32(c+1))})
+	}
+	for b.Loop() {
+		for c := range writes {
+			for f := 1; f <= 4; f++ {
+				tr.step(time.Duration(c*10+f), zab.Message{Type: zab.MsgAck, From: f, Zxid: zab.MakeZxid(e, uint32(c+1))})
+			}
+		}
+		tr.ready(rd, st)
+		io.marks = io.marks[:0]
+	}
 }

@@ -128,7 +128,8 @@ func (io *markIO) Now() time.Duration { return io.now }
 func (io *markIO) Mark(m trace.Mark)  { io.marks = append(io.marks, m) }
 
 // TestTraceQuorumIsTheCoveringAck: a leader steps several ACKs before it drains (group
-// commit). Each commit's quorum is the latest ACK that covers it, not the latest ACK:
+// commit). Each commit's quorum is the latest ACK that covers it (ACKs are cumulative:
+// one for a newer write covers an older one), not the latest ACK:
 // a slow follower's ACK for an older proposal, arriving last, did not complete the
 // newer one's quorum, and its sender may not have acknowledged it yet. A commit no
 // stepped ACK covers was completed by the leader's own log.
@@ -145,6 +146,14 @@ func TestTraceQuorumIsTheCoveringAck(t *testing.T) {
 	tr.step(200, zab.Message{Type: zab.MsgAck, From: 1, Zxid: z(2)})
 	io.now = 260
 	tr.ready(zab.Ready{Committed: []zab.Txn{{Zxid: z(3)}}}, st)
+	tr.step(300, zab.Message{Type: zab.MsgAck, From: 1, Zxid: z(5)})
+	tr.step(310, zab.Message{Type: zab.MsgAck, From: 2, Zxid: z(6)})
+	io.now = 330
+	tr.ready(zab.Ready{Committed: []zab.Txn{{Zxid: z(4)}, {Zxid: z(5)}, {Zxid: z(6)}}}, st)
+	tr.step(400, zab.Message{Type: zab.MsgAck, From: 2, Zxid: z(8)})
+	tr.step(400, zab.Message{Type: zab.MsgAck, From: 1, Zxid: z(8)})
+	io.now = 420
+	tr.ready(zab.Ready{Committed: []zab.Txn{{Zxid: z(7)}, {Zxid: z(8)}}}, st)
 
 	type q struct {
 		at   int64
@@ -160,6 +169,11 @@ func TestTraceQuorumIsTheCoveringAck(t *testing.T) {
 		z(1): {150, 1}, // both cover it; p1's is the later
 		z(2): {100, 2}, // p1's later ACK was for z(1) only
 		z(3): {260, 3}, // the ACK stepped since covers only z(2): the leader's own log
+		z(4): {310, 2}, // p2's covers it too, and came later than p1's
+		z(5): {310, 2},
+		z(6): {310, 2},
+		z(7): {400, 1}, // at one instant, the one stepped last
+		z(8): {400, 1},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("quorum marks %v, want %v", got, want)
