@@ -121,7 +121,7 @@ func (s *Sim) partition() {
 func (s *Sim) lookahead() int64 {
 	least := int64(math.MaxInt64)
 	check := func(l netem.Link) {
-		if s.partOf(l.From) == s.partOf(l.To) {
+		if s.servers[l.From].part == s.servers[l.To].part {
 			return
 		}
 		d, err := l.MinDelay()

@@ -25,7 +25,7 @@ var errUsage = errors.New("usage")
 
 func commands() []command {
 	return []command{
-		{"run", "SPEC [--out DIR] [overrides]", "run an experiment end to end and write its run directory", runRun},
+		{"run", "SPEC [--out DIR] [--workers N] [overrides]", "run an experiment end to end and write its run directory", runRun},
 		{"analyze", "DIR", "analyse a stored run, repetition set or campaign again with this version's code", runAnalyze},
 		{"model", "SPEC [--json] [overrides]", "print the analytic model's scores, predicted latencies and winners", runModel},
 		{"sweep", "SPEC|CAMPAIGN.yaml --vary FIELD=V1,V2 [...]", "run a spec over a grid of overrides; results.csv, aggregate.json, figures", runSweep},
