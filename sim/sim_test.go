@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,9 +16,12 @@ import (
 )
 
 // config is a shipped spec's simulated run, shortened.
-func config(t testing.TB, name string, d, crash time.Duration, seed uint64) Config {
+func config(t testing.TB, name string, d, crash time.Duration, seed uint64, sets ...spec.Setting) Config {
 	t.Helper()
 	sp, err := spec.Resolve(name)
+	if err == nil {
+		sp, err = sp.With(sets...)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,45 +126,13 @@ var (
 	largeRate     = flag.Int("large-rate", 10000, "BenchmarkRunLarge's requests per second")
 )
 
-// BenchmarkRunLarge: 45 servers in 9 data centers on a ring (10 ms of RTT per step)
+// BenchmarkRunLarge: nine-dc, 45 servers in 9 data centers on a ring (10 ms of RTT per step)
 // at 10,000 req/s (-large-rate) for 20 s (-large-duration), a layout no single machine
 // could emulate. Every write is 44 PROPOSALs, 44 ACKs and 44 COMMITs; how fast it runs
 // against real time at each rate is in docs/performance.md
 // (go test ./sim -run XXX -bench RunLarge -benchtime 1x -large-rate N).
 func BenchmarkRunLarge(b *testing.B) {
-	benchRun(b, ring(b, 9, 5, *largeRate, *largeDuration))
-}
-
-// ring is dcs data centers of per servers each on a ring (10 ms of RTT per step), at
-// rate requests per second for d, the last server leading and killed halfway.
-func ring(t testing.TB, dcs, per, rate int, d time.Duration) Config {
-	t.Helper()
-	var y strings.Builder
-	y.WriteString("name: ring\ndatacenters:\n")
-	for dc := range dcs {
-		var ids []string
-		for i := range per {
-			ids = append(ids, fmt.Sprint(per*dc+i+1))
-		}
-		fmt.Fprintf(&y, "  - {name: D%d, servers: [%s]}\n", dc+1, strings.Join(ids, ", "))
-	}
-	y.WriteString("rtt:\n")
-	for i := range dcs {
-		for j := i + 1; j < dcs; j++ {
-			fmt.Fprintf(&y, "  - {between: [D%d, D%d], ms: %d}\n", i+1, j+1, 10*min(j-i, dcs-(j-i)))
-		}
-	}
-	fmt.Fprintf(&y, "rates: {total: %d}\ninitial_leader: %d\nworkload: {warmup: 1s}\ncrash_at: %v\nduration: %v\n", rate, dcs*per, d/2, d)
-	sp, err := spec.Parse("ring.yaml", []byte(y.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := sp.Topology()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Config{Topology: topo, Plan: sp.Plan(topo, 1), Oracle: sp.Oracle, InitialLeader: sp.InitialLeader,
-		Faults: sp.FaultSchedule(), Rates: sp.RatesByDC(), Arrival: arrival.Poisson, Seed: 1, Duration: sp.Duration}
+	benchRun(b, config(b, "nine-dc", *largeDuration, *largeDuration/2, 1, spec.Setting{Name: "rate", Value: fmt.Sprint(*largeRate)}))
 }
 
 // BenchmarkRun: a 120 s two-dc run at 1000 req/s; the goal is at most 2 s.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/spec"
 )
 
 // TestWorkers: a run stepped in windows by 2 or 3 workers is the run one loop steps,
@@ -29,9 +30,11 @@ func TestWorkers(t *testing.T) {
 		{"two-dc", paper("two-dc")},
 		{"three-dc-dep1", paper("three-dc-dep1")},
 		{"three-dc-recovery, restarted", paper("three-dc-recovery", nemesis.Fault{At: 5 * time.Second, Kind: nemesis.Restart, Server: 5})},
-		// 45 servers on a ring of 9 DCs, links alike: messages of two DCs reach a
-		// third at one instant, and a link is sent on at the instant it is emptied.
-		{"ring of 9 DCs", func(t *testing.T) Config { return ring(t, 9, 5, 2000, 3*time.Second) }},
+		// nine-dc's 45 servers on a ring of 9 DCs, links alike: messages of two DCs
+		// reach a third at one instant, and a link is sent on at the instant it is emptied.
+		{"nine-dc", func(t *testing.T) Config {
+			return config(t, "nine-dc", 3*time.Second, 1500*time.Millisecond, 1, spec.Setting{Name: "rate", Value: "2000"})
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
