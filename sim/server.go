@@ -44,6 +44,7 @@ type server struct {
 	timeline *event.Timeline
 	events   []event.Event      // of earlier incarnations
 	marks    [][]trace.Mark     // every incarnation's, with Config.Trace, in chunks
+	markCur  markCursor         // how far pruneMarks read them (marks.go)
 	lines    []*netem.DelayLine // by linkKey.index
 	inflight map[uint64]*request
 	busy     int64 // the server's loop is busy (a request's CPU, a write) until then
@@ -228,18 +229,6 @@ func (v *server) drain() {
 }
 
 func (v *server) markServing() { v.harnessDown = false }
-
-// markChunk is how many marks a chunk holds: a run's millions of marks are never
-// copied to grow one slice.
-const markChunk = 1 << 16
-
-func (v *server) mark(m trace.Mark) {
-	if n := len(v.marks); n == 0 || len(v.marks[n-1]) == markChunk {
-		v.marks = append(v.marks, make([]trace.Mark, 0, markChunk))
-	}
-	last := &v.marks[len(v.marks)-1]
-	*last = append(*last, m)
-}
 
 // usable is the workload's test: not marked down, and a session (it serves, and a
 // client's session has reconnected).

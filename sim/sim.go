@@ -82,6 +82,10 @@ type Config struct {
 	beforeFinish func(s *Sim)
 	// digests asks for each live server's state hash at the end (Check compares them).
 	digests bool
+	// keepMarks, in tests, keeps every trace mark (pruneMarks drops none); markChunk,
+	// in tests, makes chunks that small, so that short runs fill them.
+	keepMarks bool
+	markChunk int
 	// ackBeforeWrite, in tests, breaks the servers on purpose: they go on (and
 	// acknowledge proposals) before their writes are done, so a kill loses what they
 	// acknowledged. The checks must catch it.
@@ -195,6 +199,11 @@ type Sim struct {
 	// instant are ordered by their events.
 	curPushed int64
 	curKey    uint64
+
+	// marksDue says a server of this partition filled a chunk of trace marks since
+	// the last pruneMarks; deciders is what pruneMarks knows (the root's: marks.go).
+	marksDue bool
+	deciders map[zab.Zxid]int
 }
 
 type linkKey struct {
@@ -515,6 +524,9 @@ func (s *Sim) runUntil(ctx context.Context, t int64) error {
 		s.now, s.cur = e.at, keyPart(e.key)
 		s.count++
 		e.fn()
+		if s.marksDue {
+			s.pruneMarks(false)
+		}
 	}
 	s.now, s.cur = max(s.now, t), root
 	return s.err
@@ -648,6 +660,7 @@ func (s *Sim) finish(ctx context.Context) (*Result, error) {
 	ver := workload.Judge(recs, finals, s.runID, 10*time.Second, ids, s.cfg.Keys)
 	nodes := map[int][]event.Event{}
 	rtts := map[string]any{}
+	s.pruneMarks(true)
 	marks := map[int][][]trace.Mark{}
 	for _, srv := range s.servers[1:] {
 		if len(srv.marks) > 0 {

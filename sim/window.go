@@ -215,6 +215,14 @@ func (s *Sim) runWindows(ctx context.Context, t int64) error {
 		w.n++
 		w.step()
 		w.meet()
+		for _, p := range w.ps {
+			if p.marksDue {
+				p.marksDue, s.marksDue = false, true
+			}
+		}
+		if s.marksDue {
+			s.pruneMarks(false)
+		}
 	}
 	for _, p := range w.ps {
 		p.now, p.cur = max(p.now, t), root
