@@ -82,6 +82,15 @@ var kinds = map[string]kind{
 		},
 		run: runBench,
 	},
+	KindSimSpeed: {
+		usesSpec: true,
+		goals:    map[string]bool{},
+		apply:    applySimSpeed,
+		planned:  plannedSimSpeed,
+		where:    simSpeedWhere,
+		check:    func(context.Context, Entry) error { return nil },
+		run:      runSimSpeed,
+	},
 }
 
 func kindNames() []string { return sorted(slices.Collect(maps.Keys(kinds))) }

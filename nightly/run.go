@@ -170,8 +170,11 @@ func plantedNote(s *Suite) string {
 }
 
 func describe(e Entry) string {
-	if e.Kind == KindRun {
+	switch e.Kind {
+	case KindRun:
 		return fmt.Sprintf("%s on %s, %d × %v", e.Resolved.Name, e.Where(), e.Resolved.Repetitions, e.Resolved.Duration)
+	case KindSimSpeed:
+		return fmt.Sprintf("the simulator's speed on %s (%s), %d × %v", e.Resolved.Name, e.Where(), e.Resolved.Repetitions, e.Resolved.Duration)
 	}
 	return fmt.Sprintf("write benchmark on %s, %d windows of %v", e.Where(), e.Load.Repetitions, e.Load.Duration)
 }
@@ -182,7 +185,7 @@ func firstLine(s string) string {
 }
 
 // collect builds the night's benchdata.File: the run entries' directories through
-// benchdata.Collect, and each bench entry's own bench.json with its metrics put under the
+// benchdata.Collect, and each other entry's own bench.json with its metrics put under the
 // entry's name.
 func collect(out string, s *Suite) (*benchdata.File, error) {
 	f := &benchdata.File{Format: benchdata.FormatVersion, Metrics: []benchdata.Metric{}}
@@ -196,7 +199,7 @@ func collect(out string, s *Suite) (*benchdata.File, error) {
 	}
 	for _, e := range s.Entries {
 		p := filepath.Join(out, e.Name, benchdata.FileName)
-		if e.Kind != KindBench || !exists(p) {
+		if e.Kind == KindRun || !exists(p) {
 			continue
 		}
 		bf, err := benchdata.ReadFile(p)
@@ -204,8 +207,11 @@ func collect(out string, s *Suite) (*benchdata.File, error) {
 			return nil, err
 		}
 		for _, m := range bf.Metrics {
-			if strings.HasSuffix(m.Name, ".writes_per_s") && len(m.Samples) < e.Load.Repetitions {
+			switch {
+			case e.Kind == KindBench && strings.HasSuffix(m.Name, ".writes_per_s") && len(m.Samples) < e.Load.Repetitions:
 				f.Incomplete = append(f.Incomplete, fmt.Sprintf("%s/%s: %d of %d windows", e.Name, strings.TrimSuffix(m.Name, ".writes_per_s"), len(m.Samples), e.Load.Repetitions))
+			case e.Kind == KindSimSpeed && len(m.Samples) < e.Resolved.Repetitions:
+				f.Incomplete = append(f.Incomplete, fmt.Sprintf("%s/%s: %d of %d repetitions", e.Name, m.Name, len(m.Samples), e.Resolved.Repetitions))
 			}
 			m.Name = e.Name + "/" + m.Name
 			f.Metrics = append(f.Metrics, m)

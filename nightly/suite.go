@@ -49,8 +49,8 @@ type Suite struct {
 // Entry is one experiment of a suite.
 type Entry struct {
 	Name string         // directory name below the output, and the metrics' prefix
-	Kind string         // how it runs: a key of kinds (KindRun, KindBench)
-	Spec string         // KindRun: shipped spec name or file
+	Kind string         // how it runs: a key of kinds (KindRun, KindBench, KindSimSpeed)
+	Spec string         // KindRun, KindSimSpeed: shipped spec name or file
 	Set  []spec.Setting // settings, in order: the spec's overrides, or the benchmark's
 	// InQuick puts the entry in the --quick set, with Quick applied after Set.
 	InQuick bool
@@ -64,6 +64,8 @@ type Entry struct {
 	Resolved *spec.Spec
 	// Load is a bench entry's write benchmark, checked when the suite is parsed.
 	Load *bench.Config
+	// Workers are the worker counts a sim-speed entry simulates each repetition at.
+	Workers []int
 }
 
 // Planned estimates how long the entry runs, for the ETA and the suite's budget.
@@ -372,6 +374,9 @@ func (p parser) apply(e *Entry, sets []spec.Setting, at []located, n *yaml.Node,
 func (p parser) goal(e Entry, n *yaml.Node, path string) (benchdata.Goal, error) {
 	var g benchdata.Goal
 	k := kinds[e.Kind]
+	if len(k.goals) == 0 {
+		return g, p.errf(n, path, "kind %s takes no goal: compare judges its numbers against earlier nights", e.Kind)
+	}
 	num := func(v *yaml.Node, fp string) (float64, error) {
 		if v.Kind != yaml.ScalarNode {
 			return 0, p.errf(v, fp, "expected a number")

@@ -41,6 +41,8 @@ func TestDefaultSuite(t *testing.T) {
 		"sim-two-dc-crash":     {"sim", 1.0, true},
 		"sim-fig7b-dep1-p1":    {"sim", 2.0, true},
 		"sim-recovery-20mb":    {"sim", 1.0, true},
+		"sim-speed-two-dc":     {"sim, workers 1, 2", 0, true},
+		"sim-speed-nine-dc":    {"sim, workers 1, 2", 0, false},
 	}
 	if len(s.Entries) != len(wants) {
 		t.Errorf("%d entries, want %d", len(s.Entries), len(wants))
@@ -58,6 +60,12 @@ func TestDefaultSuite(t *testing.T) {
 			if c := e.Load; e.Goal.ThroughputRatioMin == nil || !e.Goal.NoTrend || c.Repetitions < benchdata.TrendMinN || !slices.Equal(c.Fsync, []bool{false, true}) ||
 				!slices.Equal(c.Servers, []int{3}) || c.WarmupOf(backend.FlavorZooKeeper) <= c.WarmupOf(backend.FlavorPoled) {
 				t.Errorf("%s: goal %v, %+v", e.Name, e.Goal, c)
+			}
+			continue
+		}
+		if e.Kind == KindSimSpeed {
+			if !e.Goal.IsZero() || !slices.Equal(e.Workers, []int{1, 2}) || e.Resolved.Repetitions < 4 {
+				t.Errorf("%s: goal %v, workers %v, %d repetitions", e.Name, e.Goal, e.Workers, e.Resolved.Repetitions)
 			}
 			continue
 		}
@@ -96,14 +104,14 @@ func TestDefaultSuite(t *testing.T) {
 		t.Errorf("a quick night plans %v, want about 10 minutes", d)
 	}
 	for _, e := range q.Entries {
-		if e.Kind == KindRun && e.Resolved.Repetitions < 4 {
+		if e.Kind != KindBench && e.Resolved.Repetitions < 4 {
 			t.Errorf("quick %s: %d repetitions cannot reach p < 0.05", e.Name, e.Resolved.Repetitions)
 		}
 	}
 	if e := byName(q, "two-dc-crash"); e.Resolved.Duration != 25*time.Second || e.Resolved.Repetitions != 4 || byName(s, "two-dc-crash").Resolved.Duration != 30*time.Second {
 		t.Errorf("quick two-dc-crash: %d × %v", e.Resolved.Repetitions, e.Resolved.Duration)
 	}
-	if !q.Quick || len(q.Entries) != 6 {
+	if !q.Quick || len(q.Entries) != 7 {
 		t.Errorf("quick set: %d entries", len(q.Entries))
 	}
 }
@@ -146,6 +154,7 @@ func TestSelectPlanted(t *testing.T) {
 func TestBadSuites(t *testing.T) {
 	const entry = "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration=30s, crash-at=15s]\n"
 	const benchEntry = "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [repetitions=5]\n"
+	const speedEntry = "name: x\nexperiments:\n  - name: s\n    kind: sim-speed\n    spec: two-dc\n"
 	tests := []struct {
 		name, text, want string
 	}{
@@ -156,7 +165,7 @@ func TestBadSuites(t *testing.T) {
 		{"unknown entry field", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    sets: []\n", "bad.yaml:5: experiments[0].sets: unknown field (known: goal, kind, name, quick, set, spec)"},
 		{"no spec", "name: x\nexperiments:\n  - name: a\n", "bad.yaml:3: experiments[0].spec: missing"},
 		{"unknown spec", "name: x\nexperiments:\n  - name: a\n    spec: four-dc\n", "bad.yaml:3: experiments[0].spec: four-dc is neither a file nor a shipped spec"},
-		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: bench, run)`},
+		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: bench, run, sim-speed)`},
 		{"bad name", "name: x\nexperiments:\n  - name: a/b\n    spec: two-dc\n", `bad.yaml:3: experiments[0].name: "a/b"`},
 		{"twice", "name: x\nexperiments:\n  - {name: a, spec: two-dc}\n  - {name: a, spec: two-dc}\n", `bad.yaml:4: experiments[1].name: "a" is also the name of the entry at bad.yaml:3`},
 		{"not name=value", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration]\n", `bad.yaml:5: experiments[0].set[0]: override "duration": want name=value`},
@@ -193,6 +202,12 @@ func TestBadSuites(t *testing.T) {
 		{"bench with a spec", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    spec: two-dc\n", "bad.yaml:5: experiments[0].spec: kind bench takes no spec"},
 		{"bench unknown setting", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [p=1]\n", `bad.yaml:5: experiments[0].set[0]: unknown setting "p" of kind bench (known: clients, duration, flavor, fsync, mode, payload, rate, repetitions, servers, warmup, zookeeper-warmup)`},
 		{"bench bad value", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [fsync=maybe]\n", `bad.yaml:5: experiments[0].set[0]: fsync=maybe: "maybe": want on, off, or off,on`},
+		// The sim-speed kind.
+		{"sim-speed workers not a count", speedEntry + "    set: [duration=30s, crash-at=15s, workers=0]\n", `bad.yaml:6: experiments[0].set[2]: workers=0: "0" is not a count of workers (1 or more)`},
+		{"sim-speed workers twice", speedEntry + "    set:\n      - workers=2,1,2\n", `bad.yaml:7: experiments[0].set[0]: workers=2,1,2: 2 twice`},
+		{"sim-speed on a backend", speedEntry + "    set: [backend=docker]\n", "bad.yaml:6: experiments[0].set[0]: backend=docker: a sim-speed entry always runs the simulator"},
+		{"sim-speed bad override", speedEntry + "    set: [workers=1, bogus=2]\n", `bad.yaml:6: experiments[0].set[1]: unknown override "bogus"`},
+		{"sim-speed goal", speedEntry + "    goal: {measured_minus_model_ms: 1}\n", "bad.yaml:6: experiments[0].goal: kind sim-speed takes no goal"},
 		{"bench bad config", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [servers=12]\n", "bad.yaml:3: experiments[0].set: --servers: 12 servers: 1 to 9"},
 	}
 	for _, tc := range tests {
@@ -305,7 +320,7 @@ func TestRunWithoutWhatItNeeds(t *testing.T) {
 		return f.WriteFile(filepath.Join(dir, benchdata.FileName))
 	}
 	kinds[KindBench] = fake
-	s, err := Parse("fake.yaml", []byte(`name: fake
+	f, out, progress, err := night(t, "fake.yaml", `name: fake
 experiments:
   - name: needs-java
     kind: bench
@@ -314,13 +329,7 @@ experiments:
     kind: bench
     set: [repetitions=5]
     goal: {throughput_ratio_min: 1, no_trend: true}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "night")
-	var progress strings.Builder
-	f, err := Run(context.Background(), s, Options{Out: out, Progress: &progress})
+`)
 	if err == nil || !strings.Contains(err.Error(), "needs-java (fake.yaml:3): cannot run on this machine: flavor zookeeper: java not found") ||
 		!strings.Contains(err.Error(), "fidelity goal missed by bench") {
 		t.Errorf("error %v", err)
@@ -328,8 +337,8 @@ experiments:
 	if ran["needs-java"] || !ran["bench"] {
 		t.Errorf("ran %v", ran)
 	}
-	if !strings.Contains(progress.String(), "[1/2 needs-java] will fail: cannot run on this machine") {
-		t.Errorf("the missing Java is not said at the start:\n%s", progress.String())
+	if !strings.Contains(progress, "[1/2 needs-java] will fail: cannot run on this machine") {
+		t.Errorf("the missing Java is not said at the start:\n%s", progress)
 	}
 	if f == nil || len(f.Metrics) != 2 || f.Metrics[0].Name != "bench/bench-closed-3srv-fsync-off/poled.writes_per_s" || f.Env.Suite != "fake" {
 		t.Fatalf("night %+v", f)
@@ -345,4 +354,55 @@ experiments:
 	if md, err := os.ReadFile(filepath.Join(out, FidelityFile)); err != nil || !strings.Contains(string(md), "| `bench` | loopback poled vs zookeeper | **MISSED** |") {
 		t.Errorf("fidelity.md: %v\n%s", err, md)
 	}
+}
+
+// TestSimSpeed runs a sim-speed entry for real, at one loop and two workers: every
+// metric has a sample per repetition, the events are the same at both counts (the
+// entry would fail otherwise), and the night takes the entry's file under its name.
+func TestSimSpeed(t *testing.T) {
+	f, _, progress, err := night(t, "speed.yaml", `name: speed
+experiments:
+  - name: speed
+    kind: sim-speed
+    spec: two-dc
+    set: ["workers=1,2", duration=3s, crash-at=1500ms, warmup=1s, repetitions=2]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"cpu_per_write_in_refs.w1", "cpu_per_write_in_refs.w2", "cpu_us_per_write.w1", "cpu_us_per_write.w2",
+		"events_per_write", "host_ref_ms", "speedup.w2", "x_realtime.w1", "x_realtime.w2"}
+	var got []string
+	for _, m := range f.Metrics {
+		got = append(got, strings.TrimPrefix(m.Name, "speed/"))
+		if len(m.Samples) != 2 || slices.ContainsFunc(m.Samples, func(x float64) bool { return !(x > 0) }) {
+			t.Errorf("%s: samples %v", m.Name, m.Samples)
+		}
+		if m.Deterministic != (m.Name == "speed/events_per_write") {
+			t.Errorf("%s: deterministic %v", m.Name, m.Deterministic)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("metrics %v, want %v", got, want)
+	}
+	// Two seeds give two runs; each repetition's event count is its own.
+	if i := slices.Index(got, "events_per_write"); i >= 0 && f.Metrics[i].Samples[0] == f.Metrics[i].Samples[1] {
+		t.Errorf("both repetitions made %v events a write", f.Metrics[i].Samples)
+	}
+	if !strings.Contains(progress, "rep 2, 2 workers:") || !strings.Contains(progress, "rep 1, one loop:") || len(f.Incomplete) > 0 {
+		t.Errorf("incomplete %v; progress:\n%s", f.Incomplete, progress)
+	}
+}
+
+// night parses text as a suite and runs it into a new directory, out.
+func night(t *testing.T, file, text string) (f *benchdata.File, out, progress string, err error) {
+	t.Helper()
+	s, err := Parse(file, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = filepath.Join(t.TempDir(), "night")
+	var b strings.Builder
+	f, err = Run(context.Background(), s, Options{Out: out, Progress: &b})
+	return f, out, b.String(), err
 }
