@@ -102,7 +102,7 @@ reps:
 		ref := hostReference()
 		add("host_ref_ms", "ms", benchdata.Lower, benchdata.MinEffect{Rel: 0.1}, false, ms64(ref))
 		var events uint64
-		var oneLoop time.Duration
+		var wallOne time.Duration // the repetition on one loop
 		for _, w := range e.Workers {
 			cfg := t.Sim(env.log.With("part", "sim", "rep", rep, "workers", w))
 			cfg.Workers = w
@@ -132,9 +132,9 @@ reps:
 			add("cpu_us_per_write"+suffix, "µs", benchdata.Lower, benchdata.MinEffect{Rel: 0.1}, false, cpuPerWrite*1e6)
 			add("cpu_per_write_in_refs"+suffix, "refs/1000 writes", benchdata.Lower, benchdata.MinEffect{Rel: 0.1}, false, 1000*cpuPerWrite/ref.Seconds())
 			if w == 1 {
-				oneLoop = wall
-			} else if oneLoop > 0 {
-				add("speedup"+suffix, "x", benchdata.Higher, benchdata.MinEffect{Abs: 0.1}, false, float64(oneLoop)/float64(wall))
+				wallOne = wall
+			} else if wallOne > 0 {
+				add("speedup"+suffix, "x", benchdata.Higher, benchdata.MinEffect{Abs: 0.1}, false, float64(wallOne)/float64(wall))
 			}
 			env.line.Note("  rep %d, %s: %.1fx real time, %.2f µs CPU a write, %.1f events a write (host reference %.0f ms)",
 				rep, map[bool]string{true: "one loop", false: fmt.Sprintf("%d workers", w)}[w == 1], float64(sp.Duration)/float64(wall), cpuPerWrite*1e6, float64(res.Events)/writes, ms64(ref))
