@@ -35,6 +35,9 @@ type Better string
 const (
 	Lower  Better = "lower"
 	Higher Better = "higher"
+	// Neither is a number of the host, not of the code (nightly's sim-speed
+	// host_ref_ms): compare says when it moved and never fails on it.
+	Neither Better = "neither"
 )
 
 // MinEffect is the smallest change of a median that counts: a significant change

@@ -34,6 +34,10 @@ const (
 	// TooFewTrusted is a metric Options.TrustedOnly left too few runs to compare: it
 	// fails, as a Missing does, since nothing was shown about it.
 	TooFewTrusted Verdict = "TOO FEW TRUSTED"
+	// Moved is a significant change, at least the minimum effect, of a metric that
+	// is better neither way (the host's speed): it tells how to read the others, and
+	// does not fail.
+	Moved Verdict = "moved"
 )
 
 // Fails says whether the verdict fails the comparison.
@@ -312,10 +316,12 @@ func judge(r *Row, eff MinEffect, alpha float64) error {
 		r.Note = fmt.Sprintf("below the minimum effect %s", fmtNum(th, r.Unit))
 		return nil
 	}
-	worse := (delta > 0) == (r.Better == Lower)
-	if worse {
+	switch {
+	case r.Better == Neither:
+		r.Verdict, r.Note = Moved, "better neither way: the host's, not judged"
+	case (delta > 0) == (r.Better == Lower):
 		r.Verdict = Regressed
-	} else {
+	default:
 		r.Verdict = Improved
 	}
 	return nil
@@ -332,7 +338,7 @@ func sameOrChanged(r *Row, eff MinEffect, old, cur Env) {
 	note := "simulated; " + commits(old, cur)
 	delta := r.NewMedian - r.OldMedian
 	th := eff.Threshold(r.OldMedian)
-	switch worse := (delta > 0) == (r.Better == Lower); {
+	switch worse := r.Better != Neither && (delta > 0) == (r.Better == Lower); {
 	case delta != 0 && abs(delta) >= th && worse:
 		r.Verdict = Regressed
 	case delta != 0 && abs(delta) >= th:

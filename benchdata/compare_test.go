@@ -59,6 +59,28 @@ func TestCompareSynthetic(t *testing.T) {
 	}
 }
 
+// TestCompareNeither: a metric better neither way (the host's speed) that moved by
+// far is reported as moved, with its p, and fails nothing; the same shift of a
+// latency is a regression.
+func TestCompareNeither(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	old, cur := normal(r, 5, 60, 1), normal(r, 5, 70, 1)
+	host := func(xs []float64) Metric {
+		return Metric{Name: "x/host_ref_ms", Unit: "ms", Better: Neither, MinEffect: MinEffect{Rel: 0.1}, Samples: xs}
+	}
+	c, err := Compare(fileOf(host(old)), fileOf(host(cur)), DefaultAlpha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := c.Rows[0]; row.Verdict != Moved || row.Verdict.Fails() || row.P >= DefaultAlpha || c.Failures() != 0 {
+		t.Errorf("verdict %q (%s), p %.4f, %d failing", row.Verdict, row.Note, row.P, c.Failures())
+	}
+	lat := func(xs []float64) Metric { return latency("x/latency.mean.before.D1", xs) }
+	if c, err := Compare(fileOf(lat(old)), fileOf(lat(cur)), DefaultAlpha); err != nil || c.Rows[0].Verdict != Regressed {
+		t.Errorf("a latency moved as far: %v %+v", err, c)
+	}
+}
+
 // TestCompareEqualDistributions draws both sides from one distribution many times: the
 // test alone rejects at most alpha of the time (the exact 5+5 test is conservative:
 // P(p < 0.05) = P(p ≤ 0.032) = 0.032), and with the minimum effect nothing is flagged.

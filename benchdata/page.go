@@ -106,7 +106,7 @@ func WriteHistoryPage(nights []Night, dir string) (*HistoryPage, error) {
 		}
 		m := metric{Name: mp.Name, Anchor: "m-" + strings.NewReplacer("/", "-", ".", "-", " ", "-").Replace(mp.Name), Unit: mp.Ref.Unit,
 			SVG: filepath.Base(mp.SVG), Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))}
-		if mp.Ref.Better != "" {
+		if mp.Ref.Better == Lower || mp.Ref.Better == Higher {
 			m.Unit += " (" + string(mp.Ref.Better) + " is better)"
 		}
 		first, last := "-", "-"

@@ -109,7 +109,7 @@ func plotMetric(nights []Night, name, base string) (metricPlot, error) {
 		medians = append(medians, plotter.XY{X: x, Y: m.Median})
 	}
 	y := mp.Ref.Unit
-	if mp.Ref.Better != "" {
+	if mp.Ref.Better == Lower || mp.Ref.Better == Higher {
 		y += ", " + string(mp.Ref.Better) + " is better"
 	}
 	p := figure.New(name, fmt.Sprintf("night (%s to %s)", nights[0].Date.Format("2006-01-02"), nights[len(nights)-1].Date.Format("2006-01-02")), y)
