@@ -69,7 +69,9 @@ func plannedSimSpeed(e Entry) time.Duration {
 	return time.Duration(max(sp.Repetitions, 1)*len(e.Workers)) * once
 }
 
-// runSimSpeed simulates each repetition at each worker count and writes dir/bench.json:
+// runSimSpeed simulates each repetition at each worker count and writes dir/bench.json.
+// The raw speeds are the host's as much as the code's: compare reports them (moved) and
+// fails only on what the code moves, the events, the speedup and the cost in references.
 //   - events_per_write: the simulator's events per request, the same at any worker
 //     count (the entry fails if not) and on any host: deterministic;
 //   - x_realtime.wN: simulated time over wall time with N workers;
@@ -128,14 +130,14 @@ reps:
 				break reps
 			}
 			suffix := fmt.Sprintf(".w%d", w)
-			add("x_realtime"+suffix, "x", benchdata.Higher, benchdata.MinEffect{Rel: 0.1}, false, float64(sp.Duration)/float64(wall))
+			add("x_realtime"+suffix, "x", benchdata.Neither, benchdata.MinEffect{Rel: 0.1}, false, float64(sp.Duration)/float64(wall))
 			cpuPerWrite := cpu.Seconds() / writes
-			add("cpu_us_per_write"+suffix, "µs", benchdata.Lower, benchdata.MinEffect{Rel: 0.1}, false, cpuPerWrite*1e6)
-			add("cpu_per_write_in_refs"+suffix, "refs/1000 writes", benchdata.Lower, benchdata.MinEffect{Rel: 0.1}, false, 1000*cpuPerWrite/ref.Seconds())
+			add("cpu_us_per_write"+suffix, "µs", benchdata.Neither, benchdata.MinEffect{Rel: 0.1}, false, cpuPerWrite*1e6)
+			add("cpu_per_write_in_refs"+suffix, "refs/1000 writes", benchdata.Lower, benchdata.MinEffect{Rel: 0.2}, false, 1000*cpuPerWrite/ref.Seconds())
 			if w == 1 {
 				wallOne = wall
 			} else if wallOne > 0 {
-				add("speedup"+suffix, "x", benchdata.Higher, benchdata.MinEffect{Abs: 0.1}, false, float64(wallOne)/float64(wall))
+				add("speedup"+suffix, "x", benchdata.Higher, benchdata.MinEffect{Abs: 0.15}, false, float64(wallOne)/float64(wall))
 			}
 			env.line.Note("  rep %d, %s: %.1fx real time, %.2f µs CPU a write, %.1f events a write (host reference %.0f ms)",
 				rep, map[bool]string{true: "one loop", false: fmt.Sprintf("%d workers", w)}[w == 1], float64(sp.Duration)/float64(wall), cpuPerWrite*1e6, float64(res.Events)/writes, ms64(ref))
