@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -363,4 +364,14 @@ func gcPauses() (pauses, cpu float64) {
 		}
 	}
 	return pauses, cpu
+}
+
+// ProcessCPU is the CPU this process has used so far, every thread's (the collector's
+// too), user and system; 0 if the kernel does not say.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/polebench/polebench/bench"
 	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/trial"
@@ -60,18 +60,21 @@ func applySimSpeed(e *Entry, sets []spec.Setting) (int, error) {
 	return blame, err
 }
 
-// plannedSimSpeed: the simulator steps about 300,000 server-writes a second on one
-// core of this project's machines (a write applied on each server), more with workers.
+// plannedSimSpeed takes the simulator to step serverWritesPerS writes applied on a
+// server a second, at any worker count (docs/nightly.md says what it was measured on).
+const serverWritesPerS = 300e3
+
 func plannedSimSpeed(e Entry) time.Duration {
 	sp := e.Resolved
 	serverWrites := sp.Duration.Seconds() * sp.Rates.Total * float64(sp.N())
-	once := time.Duration(serverWrites/300e3*float64(time.Second)) + time.Second/2
+	once := time.Duration(serverWrites/serverWritesPerS*float64(time.Second)) + time.Second/2
 	return time.Duration(max(sp.Repetitions, 1)*len(e.Workers)) * once
 }
 
 // runSimSpeed simulates each repetition at each worker count and writes dir/bench.json.
 // The raw speeds are the host's as much as the code's: compare reports them (moved) and
 // fails only on what the code moves, the events, the speedup and the cost in references.
+// The metrics:
 //   - events_per_write: the simulator's events per request, the same at any worker
 //     count (the entry fails if not) and on any host: deterministic;
 //   - x_realtime.wN: simulated time over wall time with N workers;
@@ -109,9 +112,9 @@ reps:
 		for _, w := range e.Workers {
 			cfg := t.Sim(env.log.With("part", "sim", "rep", rep, "workers", w))
 			cfg.Workers = w
-			c0, t0 := cpuTime(), time.Now()
+			c0, t0 := hiccup.ProcessCPU(), time.Now()
 			res, err := sim.Run(ctx, cfg)
-			wall, cpu := time.Since(t0), cpuTime()-c0
+			wall, cpu := time.Since(t0), hiccup.ProcessCPU()-c0
 			if err != nil {
 				runErr = fmt.Errorf("repetition %d, %d workers: %w", rep, w, err)
 				break reps
@@ -139,8 +142,12 @@ reps:
 			} else if wallOne > 0 {
 				add("speedup"+suffix, "x", benchdata.Higher, benchdata.MinEffect{Abs: 0.15}, false, float64(wallOne)/float64(wall))
 			}
+			how := "one loop"
+			if w > 1 {
+				how = fmt.Sprintf("%d workers", w)
+			}
 			env.line.Note("  rep %d, %s: %.1fx real time, %.2f µs CPU a write, %.1f events a write (host reference %.0f ms)",
-				rep, map[bool]string{true: "one loop", false: fmt.Sprintf("%d workers", w)}[w == 1], float64(sp.Duration)/float64(wall), cpuPerWrite*1e6, float64(res.Events)/writes, ms64(ref))
+				rep, how, float64(sp.Duration)/float64(wall), cpuPerWrite*1e6, float64(res.Events)/writes, ms64(ref))
 		}
 	}
 	// What was measured is kept, also when a later repetition failed.
@@ -158,24 +165,15 @@ reps:
 
 func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// cpuTime is the CPU the process has used, every thread's, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // hostReference is the least CPU, of three tries, that a fixed piece of work takes:
 // map inserts and lookups and a sort over a few MB, the kind of work the simulator
 // does. A host that is slower tonight takes longer for it and for the simulator alike.
 func hostReference() time.Duration {
 	var best time.Duration
 	for range 3 {
-		c0 := cpuTime()
+		c0 := hiccup.ProcessCPU()
 		referenceWork()
-		if d := cpuTime() - c0; best == 0 || d < best {
+		if d := hiccup.ProcessCPU() - c0; best == 0 || d < best {
 			best = d
 		}
 	}

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/trial"
 )
@@ -31,7 +31,7 @@ func BenchmarkSimulated(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	cpu0 := cpuTime()
+	cpu0 := hiccup.ProcessCPU()
 	n := 0
 	for b.Loop() {
 		n++
@@ -47,14 +47,5 @@ func BenchmarkSimulated(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(n)/float64(time.Millisecond), "cpu-ms/op")
-}
-
-// cpuTime is the process's CPU time so far, user and system.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(hiccup.ProcessCPU()-cpu0)/float64(n)/float64(time.Millisecond), "cpu-ms/op")
 }

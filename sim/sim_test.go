@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
@@ -154,13 +154,13 @@ func benchRun(b *testing.B, cfg Config) {
 	var wall, cpu time.Duration
 	var events, windows uint64
 	for b.Loop() {
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0 := time.Now(), hiccup.ProcessCPU()
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		wall += time.Since(t0)
-		cpu += cpuTime() - c0
+		cpu += hiccup.ProcessCPU() - c0
 		events += res.Events
 		windows += res.Windows
 		if res.OneLoop != "" {
@@ -175,15 +175,6 @@ func benchRun(b *testing.B, cfg Config) {
 	if cpu > 0 {
 		b.ReportMetric(float64(cfg.Duration)*float64(b.N)/float64(cpu), "x-realtime-cpu")
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cancelAfter is a context cancelled at its n-th look (the run looks every 4096

@@ -215,12 +215,12 @@ func (s *Sim) runWindows(ctx context.Context, t int64) error {
 		w.n++
 		w.step()
 		w.meet()
+		due := false
 		for _, p := range w.ps {
-			if p.marksDue {
-				p.marksDue, s.marksDue = false, true
-			}
+			due = due || p.marksDue
+			p.marksDue = false
 		}
-		if s.marksDue {
+		if due {
 			s.pruneMarks(false)
 		}
 	}
