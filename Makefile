@@ -68,7 +68,7 @@ bench: build
 ## simulator's windows, the one place goroutines share a run, go under the race detector.
 test:
 	$(GO) test -timeout 25m $(PKGS)
-	$(GO) test -race -count=1 -run 'TestWorkers$$/three-dc-recovery|TestWorkersUnderFaults' ./sim
+	$(GO) test -race -count=1 -run 'TestWorkers$$/three-dc-recovery|TestWorkersUnderFaults|TestWindowsHandOff|TestWatchdog' ./sim
 
 ## check-broken: the proof that polebench check catches two replicas broken on purpose
 ## (docs/faults.md): a search over seeds on the local backend's real timing, a few minutes.

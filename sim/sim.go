@@ -75,9 +75,17 @@ type Config struct {
 	// the least delay between two DCs (window.go). The outputs are the same at any
 	// count; 0 or 1 is one loop.
 	Workers int
+	// Stall is how long in wall time a run may make no progress (its clock does not
+	// move, or a window of Workers steps no partition) before it fails with its state
+	// in the error, rather than spin. Default DefaultStall.
+	Stall time.Duration
 
 	Log *slog.Logger
 
+	// yields, in tests, makes the windows' hand-off yield the processor at every step;
+	// loseWindow, in tests, loses a count in that window's hand-off (1 is the first).
+	yields     bool
+	loseWindow uint64
 	// beforeFinish, in tests, tampers with the cluster before the checks read it.
 	beforeFinish func(s *Sim)
 	// digests asks for each live server's state hash at the end (Check compares them).
@@ -108,6 +116,9 @@ const (
 	DefaultServiceTime = 40 * time.Microsecond
 	DefaultClientDelay = 100 * time.Microsecond
 	DefaultHopDelay    = 100 * time.Microsecond
+	// DefaultStall: no window nor instant of the shipped specs takes a second of wall
+	// time even under the race detector (docs/simulator.md), so a minute is a hang.
+	DefaultStall = time.Minute
 )
 
 // DefaultDiskLatency is a write to the log with fsync off, as poled's runs keep it: a
@@ -204,6 +215,13 @@ type Sim struct {
 	// the last pruneMarks; deciders is what pruneMarks knows (the root's: marks.go).
 	marksDue bool
 	deciders map[zab.Zxid]int
+
+	// stall is what progress last saw: the clock, when, and the events stepped then.
+	stall struct {
+		at     int64
+		since  time.Time
+		events uint64
+	}
 }
 
 type linkKey struct {
@@ -274,6 +292,9 @@ func run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Stall <= 0 {
+		cfg.Stall = DefaultStall
 	}
 	if err := cfg.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("sim: plan: %w", err)
@@ -517,8 +538,13 @@ func (s *Sim) runUntil(ctx context.Context, t int64) error {
 		return s.runWindows(ctx, t)
 	}
 	for len(s.queue) > 0 && s.queue[0].at <= t && s.err == nil {
-		if s.count&0xfff == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		if s.count&0xfff == 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if s.err = s.progress(); s.err != nil {
+				return s.err
+			}
 		}
 		e := s.queue.pop()
 		s.now, s.cur = e.at, keyPart(e.key)
@@ -530,6 +556,23 @@ func (s *Sim) runUntil(ctx context.Context, t int64) error {
 	}
 	s.now, s.cur = max(s.now, t), root
 	return s.err
+}
+
+// errStall is the error of a run that stopped making progress (Config.Stall).
+var errStall = errors.New("sim: no progress in virtual time")
+
+// progress, every few thousand events, fails a loop whose clock has not moved for
+// Config.Stall of wall time: events that schedule each other at one instant forever.
+func (s *Sim) progress() error {
+	if s.now != s.stall.at || s.stall.since.IsZero() {
+		s.stall.at, s.stall.since, s.stall.events = s.now, time.Now(), s.count
+		return nil
+	}
+	if d := time.Since(s.stall.since); d > s.cfg.Stall {
+		return fmt.Errorf("%w: %d events at %v in %v of wall time", errStall,
+			s.count-s.stall.events, time.Duration(s.now-s.start), d.Round(time.Millisecond))
+	}
+	return nil
 }
 
 // runWhile runs in steps of step until cond is false or limit passes; it reports

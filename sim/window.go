@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/netem"
@@ -52,6 +55,12 @@ type windows struct {
 	done    atomic.Int64  // partitions stepped
 	stop    atomic.Bool
 	end     int64 // the window's last instant
+	// stall is how long a window may make no progress before the run fails (Config.Stall).
+	stall time.Duration
+	// yields, in tests, makes every step of the hand-off yield the processor; lose,
+	// in tests, is a window whose first partition's count is lost (a planted hang).
+	yields bool
+	lose   uint64
 	// rootNow is the last instant the harness scheduled an event on: it steps them
 	// after the instant's others, and what they schedule at once for the same
 	// instant orders before them, not after.
@@ -89,7 +98,7 @@ func (s *Sim) partition() {
 	if la <= 0 {
 		return
 	}
-	w := &windows{root: s, lookahead: la, helpers: min(s.cfg.Workers, s.parts) - 1}
+	w := &windows{root: s, lookahead: la, helpers: min(s.cfg.Workers, s.parts) - 1, stall: s.cfg.Stall, yields: s.cfg.yields, lose: s.cfg.loseWindow}
 	s.win, s.idx = w, root
 	s.log = slog.New(&holdLog{s: s, next: s.cfg.Log.Handler()})
 	for i := range s.parts {
@@ -213,7 +222,10 @@ func (s *Sim) runWindows(ctx context.Context, t int64) error {
 			p.cur = p.idx
 		}
 		w.n++
-		w.step()
+		if err := w.step(); err != nil {
+			s.err = err
+			return err
+		}
 		w.meet()
 		due := false
 		for _, p := range w.ps {
@@ -232,30 +244,82 @@ func (s *Sim) runWindows(ctx context.Context, t int64) error {
 }
 
 // step steps every partition through the window, on the helpers and this goroutine.
-func (w *windows) step() {
-	w.next.Store(0)
+//
+// done is reset before next: a helper may still be in the last window's work loop,
+// having counted its partition and not yet seen that none is left. Once next is reset
+// it takes this window's first partition (w.end and the partitions' cur are set by
+// then, so that is sound work), and its count must land after done's reset. In the
+// other order a helper preempted between the two resets stepped a partition whose
+// count the reset then erased: done never reached the partitions, and the
+// coordinator spun forever (issue 40's stacks).
+func (w *windows) step() error {
 	w.done.Store(0)
+	w.yield()
+	w.next.Store(0)
 	w.gen.Add(1)
 	w.work()
-	for w.done.Load() < int64(len(w.ps)) {
-		runtime.Gosched()
-	}
+	return w.wait()
 }
 
 func (w *windows) work() {
 	for {
+		w.yield()
 		i := w.next.Add(1) - 1
 		if i >= int64(len(w.ps)) {
 			return
 		}
+		w.yield()
 		w.ps[i].stepTo(w.end)
-		w.done.Add(1)
+		w.yield()
+		if w.n != w.lose || i != 0 {
+			w.done.Add(1)
+		}
 	}
+}
+
+// wait spins until every partition of the window is stepped, or fails when none was
+// for w.stall of wall time: a lost hand-off must end the run with its state, not spin.
+func (w *windows) wait() error {
+	var since time.Time
+	last := int64(-1)
+	for spins := 0; ; spins++ {
+		d := w.done.Load()
+		if d >= int64(len(w.ps)) {
+			return nil
+		}
+		runtime.Gosched()
+		if spins&0x3ff != 0 {
+			continue
+		}
+		if d != last {
+			last, since = d, time.Now()
+			continue
+		}
+		if time.Since(since) > w.stall {
+			return w.stuck(time.Since(since))
+		}
+	}
+}
+
+// stuck is the error of a window that made no progress for d.
+func (w *windows) stuck(d time.Duration) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sim: window %d (to %v) made no progress in %v of wall time: gen %d, next %d, done %d of %d partitions, %d helpers",
+		w.n, time.Duration(w.end-w.root.start), d.Round(time.Millisecond), w.gen.Load(), w.next.Load(), w.done.Load(), len(w.ps), w.helpers)
+	for i, p := range w.ps {
+		due := "none"
+		if len(p.queue) > 0 {
+			due = time.Duration(p.queue[0].at - w.root.start).String()
+		}
+		fmt.Fprintf(&b, "; partition %d at %v, %d events queued, next due %s", i, time.Duration(p.now-w.root.start), len(p.queue), due)
+	}
+	return errors.New(b.String())
 }
 
 func (w *windows) help() {
 	last := w.gen.Load()
 	for !w.stop.Load() {
+		w.yield()
 		g := w.gen.Load()
 		if g == last {
 			runtime.Gosched()
@@ -263,6 +327,14 @@ func (w *windows) help() {
 		}
 		last = g
 		w.work()
+	}
+}
+
+// yield, in tests, hands the processor over at every step of the hand-off, so that
+// the stress test (TestWindowsHandOff) tries the interleavings a preempted helper has.
+func (w *windows) yield() {
+	if w.yields {
+		runtime.Gosched()
 	}
 }
 
@@ -276,6 +348,11 @@ func (w *windows) close() {
 // stepTo steps the partition's events up to end.
 func (p *Sim) stepTo(end int64) {
 	for len(p.queue) > 0 && p.queue[0].at <= end && p.err == nil {
+		if p.count&0xfff == 0 {
+			if p.err = p.progress(); p.err != nil {
+				return
+			}
+		}
 		e := p.queue.pop()
 		p.now, p.curPushed, p.curKey = e.at, e.pushed, e.key
 		p.count++
@@ -288,6 +365,10 @@ func (p *Sim) stepTo(end int64) {
 func (w *windows) meet() {
 	s := w.root
 	for _, p := range w.ps {
+		if errors.Is(p.err, errStall) {
+			s.err = p.err
+			return
+		}
 		if p.err != nil {
 			s.err = errRedo
 			w.why = cmp.Or(p.redoWhy, "an error: "+p.err.Error())
