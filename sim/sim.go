@@ -116,8 +116,8 @@ const (
 	DefaultServiceTime = 40 * time.Microsecond
 	DefaultClientDelay = 100 * time.Microsecond
 	DefaultHopDelay    = 100 * time.Microsecond
-	// DefaultStall: no window nor instant of the shipped specs takes a second of wall
-	// time even under the race detector (docs/simulator.md), so a minute is a hang.
+	// DefaultStall: the longest window measured was about a second on a loaded host
+	// (docs/simulator.md, "The watchdog"), so a minute without progress is a hang.
 	DefaultStall = time.Minute
 )
 
