@@ -180,7 +180,7 @@ func (c *checker) shrink(ctx context.Context, failed checkRun, line *progress.Li
 			for _, i := range groups[gi] {
 				drop[i] = true
 			}
-			var fs []nemesis.Fault
+			fs := []nemesis.Fault{} // none left is faults.json [], no faults; null would replay the seed's own
 			for i, f := range best.faults {
 				if !drop[i] {
 					fs = append(fs, f)
@@ -368,10 +368,12 @@ func replayArgs(args []string, drop ...string) string {
 	return out.String()
 }
 
-// simReplay is the overrides of a check that sim check takes too: all but --backend,
-// --out, --faults, --from, --seeds and --shrink.
+// simReplay is what sim check takes of a check's command line: the spec, the
+// overrides and --faults; not --backend (the simulator is one), --out (a real
+// cluster's run directories), --converge (a real cluster's wait, which the simulator
+// has no flag for), nor --from, --seeds and --shrink.
 func simReplay(args []string) string {
-	return replayArgs(args, "backend", "out", "faults", "from", "seeds", "shrink")
+	return replayArgs(args, "backend", "out", "converge", "from", "seeds", "shrink")
 }
 
 func kinds(fs []nemesis.Fault) string {

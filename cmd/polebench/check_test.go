@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,10 +165,10 @@ func checkSpecTopo(t *testing.T) *topology.Topology {
 }
 
 func TestReplayArgs(t *testing.T) {
-	args := []string{"three-dc-dep1", "--backend", "netns", "--seeds=50", "--duration", "15s", "--shrink", "--out", "x", "--rate=300", "--from", "7"}
+	args := []string{"three-dc-dep1", "--backend", "netns", "--seeds=50", "--duration", "15s", "--shrink", "--converge", "5s", "--out", "x", "--rate=300", "--faults", "f.json", "--from", "7"}
 	for _, c := range []struct{ got, want string }{
-		{simReplay(args), " three-dc-dep1 --duration 15s --rate=300"},
-		{replayArgs(args, "from", "seeds", "shrink"), " three-dc-dep1 --backend netns --duration 15s --out x --rate=300"},
+		{simReplay(args), " three-dc-dep1 --duration 15s --rate=300 --faults f.json"},
+		{replayArgs(args, "from", "seeds", "shrink"), " three-dc-dep1 --backend netns --duration 15s --converge 5s --out x --rate=300 --faults f.json"},
 		{simReplay([]string{"--seeds", "5"}), ""}, // no spec named: no double space
 	} {
 		if c.got != c.want {
@@ -188,4 +191,116 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestReplayLines: each replay line a failing seed prints, run as printed, replays
+// the seed: its verdict, schedule and run directory again, and the same lines. The
+// failures are cheap and certain: a server killed at 4 s and never restarted (the
+// simulator's servers do not all converge), and on a real cluster --converge 1ns (no
+// server answers in time, whatever the schedule: stuck).
+func TestReplayLines(t *testing.T) {
+	t.Chdir(t.TempDir()) // sim check's replay of a real check writes to results/sim-check
+	const killed = "killed.json"
+	if err := os.WriteFile(killed, []byte(`[{"At": 4000000000, "Kind": "kill", "Server": 5}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		seed uint64 // the failing seed whose lines are run
+		// simSchedule: the simulator's replay of a real check fails with the same
+		// schedule (it has --faults); else the seed passes there.
+		simSchedule bool
+	}{
+		{"sim check", []string{"sim", "check", "--faults", killed, "--seeds", "2", "--from", "5", "--out", "sim"}, 6, false},
+		{"sim check, spec and overrides", []string{"sim", "check", "three-dc-dep1", "--duration", "6s", "--rate=150", "--disk-latency", "2ms",
+			"--faults", killed, "--jobs", "1", "--from", "5", "--seeds=2", "--out", "sim-dep1"}, 6, false},
+		{"check", []string{"check", "--converge", "1ns", "--seeds", "1", "--from", "3", "--out", "check"}, 3, false},
+		{"check, spec and overrides", []string{"check", "two-dc", "--backend", "local", "--duration", "5s", "--rate", "100",
+			"--faults", killed, "--converge=1ns", "--shrink", "--from", "5", "--seeds", "1", "--out", "check-two-dc"}, 5, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(c.args...)
+			first := seedNote(out, c.seed)
+			if first == nil {
+				t.Fatalf("polebench %v: exit %d, no failure of seed %d\nstdout: %s\nstderr: %s", c.args, code, c.seed, out, errs)
+			}
+			if c.args[0] == "check" && first["verdict"] != "STUCK" {
+				t.Fatalf("seed %d: %s, want STUCK (--converge 1ns): %s", c.seed, first["verdict"], first["detail"])
+			}
+			// The same executor: the same failure and the same lines.
+			_, replayOut := replay(t, first["replay"], code)
+			keys := []string{"verdict", "schedule", "run directory", "replay", "in the simulator"}
+			if c.args[0] == "sim" {
+				keys = append(keys, "detail") // deterministic
+			}
+			if n := seedNote(replayOut, c.seed); n == nil {
+				t.Errorf("%s: no failure of seed %d:\n%s", first["replay"], c.seed, replayOut)
+			} else {
+				for _, k := range keys {
+					if n[k] != first[k] {
+						t.Errorf("%s: %s %q, want %q", first["replay"], k, n[k], first[k])
+					}
+				}
+			}
+			if c.args[0] == "sim" {
+				return
+			}
+			// The simulator: the same seed of the same spec, with the same schedule.
+			simCode, simOut := replay(t, first["in the simulator"], 0)
+			if want := fmt.Sprintf("sim check two-dc: 1 seeds from %d ", c.seed); !strings.Contains(simOut, want) {
+				t.Errorf("%s: exit %d, no %q:\n%s", first["in the simulator"], simCode, want, simOut)
+			}
+			if sim := seedNote(simOut, c.seed); c.simSchedule && (sim == nil || sim["schedule"] != first["schedule"]) {
+				t.Errorf("%s: schedule %q, want %q:\n%s", first["in the simulator"], sim["schedule"], first["schedule"], simOut)
+			}
+			if first["shrunk replay"] == "" {
+				return
+			}
+			// The shrunk schedule, from its faults.json (--converge 1ns keeps every try
+			// stuck: the shrink removes every fault).
+			if first["shrunk"] != "[]" {
+				t.Errorf("shrunk to %q, want []", first["shrunk"])
+			}
+			_, shrunkOut := replay(t, first["shrunk replay"], code)
+			if n := seedNote(shrunkOut, c.seed); n == nil || n["schedule"] != first["shrunk"] || n["verdict"] != first["verdict"] {
+				t.Errorf("%s: want %s with schedule %s:\n%s", first["shrunk replay"], first["verdict"], first["shrunk"], shrunkOut)
+			}
+		})
+	}
+}
+
+// replay runs line, a printed "polebench ..." command, and wants exit status code.
+func replay(t *testing.T, line string, code int) (int, string) {
+	t.Helper()
+	args, ok := strings.CutPrefix(line, "polebench ")
+	if !ok {
+		t.Fatalf("replay line %q", line)
+	}
+	got, out, errs := runCLI(strings.Fields(args)...)
+	if got != code {
+		t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", line, got, code, out, errs)
+	}
+	return got, out
+}
+
+// seedNote is what a check printed of seed's failure: its verdict and detail, and
+// each indented line by its key ("schedule", "replay", ...), those after a shrink
+// under "shrunk" and "shrunk KEY"; nil if it printed none.
+func seedNote(out string, seed uint64) map[string]string {
+	m := regexp.MustCompile(`(?m)^seed ` + strconv.FormatUint(seed, 10) + ` ([^:]*): (.*)\n((?:  .*\n)*)`).FindStringSubmatch(out)
+	if m == nil {
+		return nil
+	}
+	note := map[string]string{"verdict": m[1], "detail": m[2]}
+	prefix := ""
+	for _, l := range strings.Split(strings.TrimRight(m[3], "\n"), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(l), ": ")
+		if strings.HasPrefix(k, "shrunk to ") {
+			note["shrunk"], prefix = v, "shrunk "
+			continue
+		}
+		note[prefix+k] = v
+	}
+	return note
 }

@@ -78,7 +78,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		res           *sim.Result
 		unsafe, stuck error
 	}
-	replay := replayArgs(args, "from", "seeds", "jobs")
+	replay := replayArgs(args[1:], "from", "seeds", "jobs") // args[0] is "check", which the line names
 	// Seeds run on every core; their outcomes are reported in seed order.
 	workers := min(pool.Workers(0, *jobs), *seeds)
 	line := progress.New(stdout)
