@@ -76,6 +76,12 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 	r = checkRun{seed: seed, faults: faults, dir: dir}
 	t0 := time.Now()
 	defer func() { r.took = time.Since(t0) }()
+	// The schedule first: a replay's --faults reads it, and a run that never ends
+	// keeps it.
+	if err := writeFaults(dir, faults); err != nil {
+		r.verdict, r.detail = verdictError, err
+		return r
+	}
 	sp, err := c.sp.With(spec.Setting{Name: "seed", Value: strconv.FormatUint(seed, 10)}, spec.Setting{Name: "repetitions", Value: "1"})
 	if err != nil {
 		r.verdict, r.detail = verdictError, err
@@ -295,7 +301,6 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		if ctx.Err() != nil {
 			break
 		}
-		writeFaults(dir, faults)
 		runs = append(runs, r)
 		counts[r.verdict]++
 		if r.verdict == verdictError {
@@ -315,8 +320,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 		line.Note("seed %d %s: %v\n  schedule: %v\n  run directory: %s\n  replay: polebench check%s --from %d --seeds 1\n  in the simulator: polebench sim check%s --from %d --seeds 1",
 			seed, strings.ToUpper(r.verdict), r.detail, faults, dir, replay, seed, simReplay(user), seed)
 		if *shrink && r.verdict != verdictError {
-			small := c.shrink(ctx, r, line)
-			writeFaults(small.dir, small.faults)
+			small := c.shrink(ctx, r, line) // its run wrote its faults.json, or it failed otherwise
 			line.Note("  shrunk to %d faults: %v\n  run directory: %s\n  replay: polebench check%s --from %d --seeds 1 --faults %s",
 				len(small.faults), small.faults, small.dir, replayArgs(user, "from", "seeds", "shrink", "faults"), seed, filepath.Join(small.dir, "faults.json"))
 		}
@@ -401,12 +405,19 @@ func errText(err error) string {
 	return s
 }
 
-func writeFaults(dir string, fs []nemesis.Fault) {
+// writeFaults writes schedule fs as the run directory's faults.json.
+func writeFaults(dir string, fs []nemesis.Fault) error {
 	b, err := json.MarshalIndent(fs, "", "  ")
 	if err == nil {
-		os.MkdirAll(dir, 0o755)
-		os.WriteFile(filepath.Join(dir, "faults.json"), b, 0o644)
+		err = os.MkdirAll(dir, 0o755)
 	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "faults.json"), b, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("write the schedule to %s: %w", filepath.Join(dir, "faults.json"), err)
+	}
+	return nil
 }
 
 // readFaults reads a fault schedule a check wrote (faults.json), for --faults; none

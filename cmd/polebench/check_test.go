@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -303,4 +304,57 @@ func seedNote(out string, seed uint64) map[string]string {
 		note[prefix+k] = v
 	}
 	return note
+}
+
+// TestCheckFaultsUnwritable: a seed whose schedule cannot be written to its run
+// directory is an error, with the file in the detail, and runs nothing: no replay's
+// --faults could read it, and the check writes nothing anywhere instead.
+func TestCheckFaultsUnwritable(t *testing.T) {
+	faults := sim.RandomFaults(checkSpecTopo(t), 1, 10*time.Second)
+	for _, c := range []struct {
+		name string
+		dir  func(t *testing.T, root string) string // the run directory, made unwritable
+	}{
+		{"run directory under a file", func(t *testing.T, root string) string {
+			if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(root, "file", "seed-1")
+		}},
+		{"faults.json a directory", func(t *testing.T, root string) string {
+			dir := filepath.Join(root, "seed-1")
+			if err := os.MkdirAll(filepath.Join(dir, "faults.json", "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := c.dir(t, root)
+			before := tree(t, root)
+			ch := &checker{sp: checkSpec(t), out: root}
+			r := ch.run(context.Background(), 1, faults, dir)
+			if r.verdict != verdictError || !strings.Contains(errText(r.detail), filepath.Join(dir, "faults.json")) {
+				t.Errorf("verdict %s (%v), want %s naming %s", r.verdict, r.detail, verdictError, filepath.Join(dir, "faults.json"))
+			}
+			if after := tree(t, root); !slices.Equal(after, before) {
+				t.Errorf("the check wrote %v, had %v", after, before)
+			}
+		})
+	}
+}
+
+// tree is every path below root.
+func tree(t *testing.T, root string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+		paths = append(paths, path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }
