@@ -235,3 +235,33 @@ func readDoc(t *testing.T, name string) []byte {
 	}
 	return b
 }
+
+// TestDocsNightlySample: the fidelity table docs/nightly.md shows is a real night's,
+// line for line: the one testdata/nightly-quick.out keeps (what `polebench nightly
+// --quick` printed).
+func TestDocsNightlySample(t *testing.T) {
+	doc := string(readDoc(t, "docs/nightly.md"))
+	_, after, ok := strings.Cut(doc, "At the end of a night `polebench nightly` prints")
+	_, after, ok2 := strings.Cut(after, "```\n")
+	sample, _, ok3 := strings.Cut(after, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/nightly.md: no sample table after \"At the end of a night `polebench nightly` prints\"")
+	}
+	night, err := os.ReadFile(filepath.Join("testdata", "nightly-quick.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trim := func(s string) string {
+		var b strings.Builder
+		for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+			b.WriteString(strings.TrimRight(l, " ") + "\n")
+		}
+		return b.String()
+	}
+	if n := strings.Count(sample, "\n"); n < 2 { // a header and a row at least
+		t.Fatalf("docs/nightly.md's sample has %d lines:\n%s", n, sample)
+	}
+	if !strings.Contains(trim(string(night)), trim(sample)) {
+		t.Errorf("docs/nightly.md's sample is not lines of testdata/nightly-quick.out:\n%s", sample)
+	}
+}
