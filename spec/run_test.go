@@ -163,7 +163,8 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "faults:\n  - {at: 1s, isolate: 2, heal: true}", "x.yaml:10: faults[0]: needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
 		{"60s", "faults:\n  - {at: 1s, kill: p1}", `x.yaml:10: faults[0].kill: "p1" is not an integer`},
 		{"60s", "faults: {at: 1s}", "x.yaml:9: faults: expected a list, got a mapping"},
-		// the faults of issue 29
+		// the faults after kill and restart: partition shapes, isolating a server or a
+		// data center, one-way cuts, pauses, lost unsynced writes, torn tails, slow disks
 		{"60s", "faults:\n  - {at: 1s, partition: star}", `x.yaml:10: faults[0].partition: unknown shape "star" (known: halves, one, majority, ring, bridge; or groups of ids)`},
 		{"60s", "faults:\n  - {at: 1s, isolate: boss}", `x.yaml:10: faults[0].isolate: "boss" is not an integer`},
 		{"60s", "faults:\n  - {at: 1s, isolate_dc: D9}", `x.yaml:10: faults[0].isolate_dc: unknown data center "D9"`},
@@ -271,7 +272,9 @@ func TestRunNamesMatch(t *testing.T) {
 	}
 }
 
-// Every fault of issue 29 in YAML, and the nemesis schedule it makes.
+// Every fault kind after kill and restart in YAML (a partition shape, the leader or a
+// data center isolated, a one-way cut, a pause, lost unsynced writes, a torn tail, a
+// slow disk), and the nemesis schedule it makes.
 func TestFaultKinds(t *testing.T) {
 	s, err := Parse("x.yaml", runSpec("none", `faults:
   - {at: 1s, partition: ring}

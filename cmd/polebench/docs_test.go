@@ -2,7 +2,10 @@ package main
 
 import (
 	"flag"
+	"go/scanner"
+	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,5 +266,51 @@ func TestDocsNightlySample(t *testing.T) {
 	}
 	if !strings.Contains(trim(string(night)), trim(sample)) {
 		t.Errorf("docs/nightly.md's sample is not lines of testdata/nightly-quick.out:\n%s", sample)
+	}
+}
+
+// TestDocsNoTrackerNumbers: no Go comment, in a test file or not, names an issue of the
+// project's tracker by its number (the word issue and a number, or a hash and a
+// number): a reader of the code has no tracker, so a comment says what the issue was
+// about. Another project's issue (OWNER/NAME, a hash, a number) is a public reference
+// and may stay.
+func TestDocsNoTrackerNumbers(t *testing.T) {
+	tracker := regexp.MustCompile(`(?i)\b(?:issues?|bugs?|tickets?|PRs?) #?\d+|(?:^|[^\w/.-])#\d+\b`)
+	files := 0
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		files++
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fset := token.NewFileSet()
+		var s scanner.Scanner
+		s.Init(fset.AddFile(path, -1, len(src)), src, nil, scanner.ScanComments)
+		for {
+			pos, tok, lit := s.Scan()
+			if tok == token.EOF {
+				break
+			}
+			if tok == token.COMMENT && tracker.MatchString(lit) {
+				rel, _ := filepath.Rel(repoRoot, fset.Position(pos).Filename)
+				t.Errorf("%s:%d: a tracker number in a comment: %q", rel, fset.Position(pos).Line, tracker.FindString(lit))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Errorf("only %d Go files under %s: the check checked next to nothing", files, repoRoot)
 	}
 }
