@@ -251,7 +251,7 @@ func (s *Sim) runWindows(ctx context.Context, t int64) error {
 // then, so that is sound work), and its count must land after done's reset. In the
 // other order a helper preempted between the two resets stepped a partition whose
 // count the reset then erased: done never reached the partitions, and the
-// coordinator spun forever (issue 40's stacks).
+// coordinator spun forever (the hang runs on several workers showed).
 func (w *windows) step() error {
 	w.done.Store(0)
 	w.yield()
