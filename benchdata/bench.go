@@ -70,6 +70,12 @@ type Metric struct {
 	// measured no host); nil when no run did (simulated runs, bench entries, files
 	// from before the meter). Compare counts and, with TrustedOnly, filters by it.
 	Host []string `json:"host,omitempty"`
+	// WindowHost is, for a metric of one window (latency.*.<window>.<dc>,
+	// measured_minus_model.<window>.<dc>), the host's verdict on that window of each
+	// sample's run, in the samples' order; nil where Host is nil or the metric spans
+	// the run. The fidelity rules judge a window's numbers only where the host
+	// trusted that window; compare's TrustedOnly keeps to Host.
+	WindowHost []string `json:"window_host,omitempty"`
 }
 
 // Median of the samples (NaN without any).
@@ -146,6 +152,9 @@ func ReadFile(path string) (*File, error) {
 		if err := checkHost(m.Host, len(m.Samples)); err != nil {
 			return nil, fmt.Errorf("benchdata: %s: metric %s: %w", path, m.Name, err)
 		}
+		if err := checkHost(m.WindowHost, len(m.Samples)); err != nil {
+			return nil, fmt.Errorf("benchdata: %s: metric %s: window_host: %w", path, m.Name, err)
+		}
 	}
 	return &f, nil
 }
@@ -174,6 +183,30 @@ func measuredHost(host []string) []string {
 		return host
 	}
 	return nil
+}
+
+// windowVerdict is the host's verdict on the window a metric key of run s measures
+// (latency.mean.<window>.<dc>, ...), or its run's verdict for a key of the whole run.
+func windowVerdict(s *analysis.Summary, key, run string) string {
+	for _, k := range kinds {
+		if rest, ok := strings.CutPrefix(key, k.prefix); ok && strings.HasSuffix(k.prefix, ".") {
+			if w, _, ok := strings.Cut(rest, "."); ok {
+				if h := s.Host[w]; h != nil {
+					return h.Verdict
+				}
+			}
+		}
+	}
+	return run
+}
+
+// windowHost is a metric's window verdicts, or nil where they say no more than its
+// runs' (a metric of the whole run, or no host measured).
+func windowHost(run, window []string) []string {
+	if measuredHost(run) == nil || slices.Equal(run, window) {
+		return nil
+	}
+	return window
 }
 
 // Load reads a bench.json file, or a directory: its bench.json if it has one, else the
@@ -289,8 +322,9 @@ func Collect(root string) (*File, error) {
 	}
 	f := &File{Format: FormatVersion, Metrics: []Metric{}}
 	samples := map[string][]float64{}
-	hosts := map[string][]string{} // beside samples: the host's verdict on each one's run
-	simulated := map[string]bool{} // experiment → its runs were simulated (deterministic)
+	hosts := map[string][]string{}   // beside samples: the host's verdict on each one's run
+	windows := map[string][]string{} // and on its own window, for a metric of one window
+	simulated := map[string]bool{}   // experiment → its runs were simulated (deterministic)
 	links := map[string]bool{}
 	for _, dir := range runs {
 		var sp struct {
@@ -329,6 +363,7 @@ func Collect(root string) (*File, error) {
 			for key, v := range SummaryMetrics(s) {
 				samples[exp+"/"+key] = append(samples[exp+"/"+key], v)
 				hosts[exp+"/"+key] = append(hosts[exp+"/"+key], verdict)
+				windows[exp+"/"+key] = append(windows[exp+"/"+key], windowVerdict(s, key, verdict))
 			}
 		}
 		if want := max(sp.Repetitions, 1); got < want {
@@ -338,7 +373,7 @@ func Collect(root string) (*File, error) {
 	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		k := kindOf(Key(name))
 		f.Metrics = append(f.Metrics, Metric{Name: name, Unit: k.unit, Better: k.better, MinEffect: k.effect, Samples: samples[name],
-			Deterministic: simulated[name[:strings.LastIndex(name, "/")]], Host: measuredHost(hosts[name])})
+			Deterministic: simulated[name[:strings.LastIndex(name, "/")]], Host: measuredHost(hosts[name]), WindowHost: windowHost(hosts[name], windows[name])})
 	}
 	f.Env.Links = slices.Sorted(maps.Keys(links))
 	return f, nil

@@ -404,18 +404,17 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	return WriteFidelityText(w, c.Fidelity)
 }
 
-// fidelityCount says how many entries met and missed their goals.
+// fidelityCount says how many entries met, missed and could not judge their goals.
 func fidelityCount(fs []Fidelity) string {
-	met, missed := 0, 0
-	for _, fd := range fs {
-		switch fd.Verdict {
-		case FidelityMet:
-			met++
-		case FidelityMissed:
-			missed++
-		}
+	met := len(entriesWith(fs, FidelityMet))
+	s := fmt.Sprintf("%d of %d entries met their goal, %d missed", met, len(fs), len(FidelityMisses(fs)))
+	if n := len(FidelityInconclusives(fs)); n > 0 {
+		s += fmt.Sprintf(", %d inconclusive", n)
 	}
-	return fmt.Sprintf("%d of %d entries met their goal, %d missed", met, len(fs), missed)
+	if n := len(FidelitySkips(fs)); n > 0 {
+		s += fmt.Sprintf(", %d skipped", n)
+	}
+	return s
 }
 
 // WriteMarkdown writes the comparison as a Markdown table (a CI job summary): failing

@@ -235,7 +235,8 @@ func TestCompareShowsFidelity(t *testing.T) {
 	cur.Env.Suite, cur.Env.Quick, cur.Env.Planted = "default", true, []string{"intra-dc-rtt=3"}
 	cur.Fidelity = []Fidelity{{Entry: "e", Backend: "local", Goal: Goal{MeasuredMinusModelMS: &Range{Min: -1, Max: 1}}, Verdict: FidelityMissed,
 		Checks: []Check{{What: "measured_minus_model.before.D1", Value: 1.4, Unit: "ms", Bound: "in [-1, +1]", Margin: -0.4, Kind: "measured_minus_model"}},
-		Host:   HostVerdict{Verdict: HostNotMeasured}}}
+		Host:   HostVerdict{Verdict: HostNotMeasured}},
+		{Entry: "i", Verdict: FidelityInconclusive, Host: HostVerdict{Verdict: HostNotMeasured}}}
 	c, err := Compare(old, cur, DefaultAlpha)
 	if err != nil {
 		t.Fatal(err)
@@ -243,13 +244,13 @@ func TestCompareShowsFidelity(t *testing.T) {
 	var text, md bytes.Buffer
 	c.WriteText(&text)
 	c.WriteMarkdown(&md)
-	for _, want := range []string{"fidelity of the new night (0 of 1 entries met their goal, 1 missed):", "e local MISSED", "note: new: a planted regression (nightly --set intra-dc-rtt=3)"} {
+	for _, want := range []string{"fidelity of the new night (0 of 2 entries met their goal, 1 missed, 1 inconclusive):", "e local MISSED", "note: new: a planted regression (nightly --set intra-dc-rtt=3)"} {
 		if !strings.Contains(squash(text.String()), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
 	}
 	for _, want := range []string{"### Nightly benchmarks: no regression; 1 fidelity miss(es)", "suite default --quick, PLANTED intra-dc-rtt=3",
-		"#### Fidelity of the new night: 0 of 1 entries met their goal, 1 missed", "| `e` | local | **MISSED** |"} {
+		"#### Fidelity of the new night: 0 of 2 entries met their goal, 1 missed, 1 inconclusive", "| `e` | local | **MISSED** |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -8,12 +8,18 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/polebench/polebench/analysis"
 )
 
 // A nightly entry's fidelity goal says how close to the analytic model (or, for the
 // write benchmark, to Apache ZooKeeper) its measurements must land on this night. It
-// is judged from the night's bench.json alone, on the medians over the repetitions, so
-// a verdict can be recomputed from the file.
+// is judged from the night's bench.json alone, so a verdict can be recomputed from the
+// file, and with its uncertainty: a check is met when the night's evidence puts the
+// quantity inside the goal, MISSED only when it puts it outside, and inconclusive
+// otherwise (too few windows the host trusted, an interval across a bound, a ratio
+// without a significant difference). Five repetitions are few: their median alone
+// would call a spread a miss.
 
 // Goal is an entry's fidelity goal; a zero field is not checked.
 type Goal struct {
@@ -28,9 +34,6 @@ type Goal struct {
 	// Mann-Kendall test at TrendAlpha finding one says the warm-up was too short.
 	NoTrend bool `json:"no_trend,omitempty"`
 }
-
-// TrendAlpha is the significance level of the NoTrend check.
-const TrendAlpha = 0.05
 
 // Range is a closed interval [Min, Max].
 type Range struct {
@@ -63,11 +66,24 @@ func (g Goal) String() string {
 
 // Fidelity verdicts.
 const (
-	FidelityMet    = "met"
-	FidelityMissed = "MISSED"
-	FidelityNoData = "no data" // the entry failed, or measured nothing its goal looks at
-	FidelityNoGoal = "no goal"
+	FidelityMet          = "met"
+	FidelityMissed       = "MISSED"
+	FidelityInconclusive = "inconclusive" // neither met nor missed with confidence: the checks say why
+	FidelityNoData       = "no data"      // the entry failed, or measured nothing its goal looks at
+	FidelityNoGoal       = "no goal"
+	FidelitySkipped      = "skipped" // this machine cannot run the entry: the note says what it lacks
 )
+
+// Alpha is the significance level of the fidelity rules: a Student-t interval of
+// 1 − Alpha, a Mann-Whitney or Mann-Kendall test at Alpha.
+const Alpha = 0.05
+
+// TrendAlpha is the significance level of the NoTrend check.
+const TrendAlpha = Alpha
+
+// MinWindows is the fewest windows a mean's interval is computed from: a Student-t
+// interval needs two values (analysis.Aggregate).
+const MinWindows = 2
 
 // HostNotMeasured is the host verdict of an entry whose runs recorded none: simulated
 // runs (no host), write benchmarks.
@@ -79,10 +95,12 @@ type Fidelity struct {
 	Kind    string `json:"kind,omitempty"`    // how the entry ran: run, bench
 	Backend string `json:"backend,omitempty"` // and where (with the flavor when not poled)
 	Goal    Goal   `json:"goal"`
-	Verdict string `json:"verdict"` // FidelityMet, FidelityMissed, FidelityNoData, FidelityNoGoal
-	// Checks are every median, ratio or trend the verdict looked at.
+	// Verdict is FidelityMet, FidelityMissed, FidelityInconclusive, FidelityNoData,
+	// FidelityNoGoal or FidelitySkipped.
+	Verdict string `json:"verdict"`
+	// Checks are every interval, ratio or trend the verdict looked at.
 	Checks []Check `json:"checks,omitempty"`
-	Note   string  `json:"note,omitempty"` // why there is no data: the entry's error
+	Note   string  `json:"note,omitempty"` // why there is no data (the entry's error), or why it was skipped
 	// Host says whether the machine was quiet enough for the timing to count: the
 	// hiccup meter's verdicts on the entry's windows (summary.json's host section).
 	Host HostVerdict `json:"host"`
@@ -94,15 +112,34 @@ type HostVerdict struct {
 	Note    string `json:"note,omitempty"`
 }
 
-// Check is one number a fidelity verdict looked at.
+// Check is one quantity a fidelity verdict looked at, and the rule that judged it.
 type Check struct {
-	What  string  `json:"what"`  // the metric (without the entry), or what was computed from which
-	Value float64 `json:"value"` // a median, a ratio of medians, or a p-value
+	What string `json:"what"` // the metric (without the entry), or what was computed from which
+	// Value is the estimate judged: the mean of the windows judged, a ratio of
+	// medians, or a trend's p-value.
+	Value float64 `json:"value"`
 	Unit  string  `json:"unit,omitempty"`
-	Bound string  `json:"bound"` // e.g. "≤ +1", "≥ 1.2", "p ≥ 0.05"
-	OK    bool    `json:"ok"`
-	// Margin is how far inside its bound the value is (negative: outside), in the
-	// check's unit; the smallest margin of a kind of check decides the verdict.
+	Bound string  `json:"bound"` // e.g. "in [-1, +1]", "≥ 1", "no trend: p ≥ 0.05"
+	// Verdict is the check's own: FidelityMet, FidelityMissed or FidelityInconclusive;
+	// OK is Verdict == FidelityMet (as in files from before the rule).
+	Verdict string `json:"verdict"`
+	OK      bool   `json:"ok"`
+	// Rule says, in words, what decided Verdict.
+	Rule string `json:"rule"`
+	// Interval is the 95 % Student-t interval of the mean judged (measured_minus_model
+	// with two windows or more); P the test's p-value (throughput_ratio: Mann-Whitney;
+	// trend: Mann-Kendall, also Value).
+	Interval *analysis.Interval `json:"interval,omitempty"`
+	P        *float64           `json:"p,omitempty"`
+	// Windows is how many samples were judged, Of how many were measured: the
+	// windows the host trusted, or every one where the host was not measured
+	// (HostMeasured false).
+	Windows      int  `json:"windows"`
+	Of           int  `json:"of"`
+	HostMeasured bool `json:"host_measured,omitempty"`
+	// Margin is how far inside its bound the judged interval (or value) is (negative:
+	// outside), in the check's unit; the smallest margin of a kind of met check is the
+	// tightest.
 	Margin float64 `json:"margin"`
 	Kind   string  `json:"kind"` // measured_minus_model, throughput_ratio, trend
 }
@@ -112,17 +149,152 @@ func (c Check) String() string {
 	switch c.Kind {
 	case "measured_minus_model":
 		v = fmt.Sprintf("%+.2f ms", c.Value)
+		if c.Interval != nil {
+			v += fmt.Sprintf(" [%+.2f, %+.2f]", c.Interval.Low, c.Interval.High)
+		}
 	case "throughput_ratio":
 		v = fmt.Sprintf("%.2fx", c.Value)
 	case "trend":
 		v = fmt.Sprintf("p=%.3f", c.Value)
 	}
-	return fmt.Sprintf("%s %s (%s)", c.What, v, c.Bound)
+	s := fmt.Sprintf("%s %s (%s): %s", c.What, v, c.Bound, c.Rule)
+	if c.Kind == "measured_minus_model" && c.Windows >= MinWindows {
+		s += " over " + c.WindowsString() // the rule itself names them otherwise
+	}
+	return s
+}
+
+// WindowsString says which windows the check judged: "4 of 5 windows trusted", or
+// "5 windows, host not measured".
+func (c Check) WindowsString() string {
+	if !c.HostMeasured {
+		return fmt.Sprintf("%d windows, host not measured", c.Windows)
+	}
+	return fmt.Sprintf("%d of %d windows trusted", c.Windows, c.Of)
+}
+
+// judged is a metric's samples that a rule may judge, with how many were measured:
+// those whose window (or run) the host trusted, or all when the host was not measured
+// (simulated runs, write benchmarks, files from before the meter).
+func judged(m Metric) (xs []float64, of int, measured bool) {
+	host := m.hostOfSamples()
+	if host == nil {
+		return m.Samples, len(m.Samples), false
+	}
+	for i, v := range m.Samples {
+		if i < len(host) && host[i] == analysis.Trusted {
+			xs = append(xs, v)
+		}
+	}
+	return xs, len(m.Samples), true
+}
+
+// hostOfSamples is the host's verdict on each sample: the one on its own window
+// where the metric has them, else the one on its run.
+func (m Metric) hostOfSamples() []string {
+	if m.WindowHost != nil {
+		return m.WindowHost
+	}
+	return m.Host
+}
+
+// judgeRange judges a mean against r by its Student-t interval over the judged
+// windows: met when the interval lies inside r, MISSED when it lies outside,
+// inconclusive when it reaches across a bound or there are too few windows.
+func judgeRange(key string, m Metric, r Range) Check {
+	xs, of, measured := judged(m)
+	c := Check{What: key, Unit: "ms", Kind: "measured_minus_model", Bound: fmt.Sprintf("in [%+g, %+g]", r.Min, r.Max),
+		Windows: len(xs), Of: of, HostMeasured: measured, Verdict: FidelityInconclusive}
+	if len(xs) < MinWindows {
+		c.Value = Median(xs)
+		if len(xs) == 0 {
+			c.Value = m.Median() // of the windows the host did not trust: shown, not judged
+		}
+		c.Rule = fmt.Sprintf("%s: a mean's interval needs %d", c.WindowsString(), MinWindows)
+		return c
+	}
+	a, err := analysis.Aggregate(xs)
+	if err != nil {
+		c.Value, c.Rule = nan(), err.Error()
+		return c
+	}
+	iv := *a.CI95
+	c.Value, c.Interval = a.Mean, &iv
+	c.Margin = min(iv.Low-r.Min, r.Max-iv.High)
+	switch {
+	case c.Margin >= 0:
+		c.Verdict, c.Rule = FidelityMet, "95 % interval of the mean inside the goal"
+	case iv.Low > r.Max || iv.High < r.Min:
+		c.Verdict, c.Rule = FidelityMissed, "95 % interval of the mean outside the goal"
+	default:
+		bound := r.Max
+		if iv.Low < r.Min {
+			bound = r.Min
+		}
+		c.Rule = fmt.Sprintf("95 %% interval of the mean across the bound %+g", bound)
+	}
+	return c
+}
+
+// judgeRatio judges poled/ZooKeeper writes/s against min: the ratio of the medians,
+// with a two-sided Mann-Whitney test of poled's windows against min × ZooKeeper's.
+// Met when the ratio is at least min and the test significant at Alpha, MISSED when
+// below and significant, inconclusive when the test finds no difference.
+func judgeRatio(what string, poled, zk Metric, ratioMin float64) Check {
+	p, ofP, mP := judged(poled)
+	z, ofZ, mZ := judged(zk)
+	c := Check{What: what, Kind: "throughput_ratio", Bound: fmt.Sprintf("≥ %g", ratioMin),
+		Windows: min(len(p), len(z)), Of: min(ofP, ofZ), HostMeasured: mP || mZ, Verdict: FidelityInconclusive}
+	windows := fmt.Sprintf("%d+%d windows", len(p), len(z))
+	if c.HostMeasured {
+		windows = fmt.Sprintf("%d of %d + %d of %d windows trusted", len(p), ofP, len(z), ofZ)
+	}
+	if len(p) == 0 || len(z) == 0 {
+		c.Value, c.Rule = poled.Median()/zk.Median(), windows+": nothing to test"
+		return c
+	}
+	c.Value = Median(p) / Median(z)
+	c.Margin = c.Value - ratioMin
+	scaled := make([]float64, len(z))
+	for i, v := range z {
+		scaled[i] = ratioMin * v
+	}
+	t, err := MannWhitney(p, scaled)
+	if err != nil {
+		c.Rule = err.Error()
+		return c
+	}
+	c.P = &t.P
+	switch {
+	case t.P >= Alpha:
+		c.Rule = fmt.Sprintf("Mann-Whitney p = %.3g ≥ %g over %s: no evidence the ratio differs from %g", t.P, Alpha, windows, ratioMin)
+	case c.Margin >= 0:
+		c.Verdict, c.Rule = FidelityMet, fmt.Sprintf("above %g at Mann-Whitney p = %.3g over %s", ratioMin, t.P, windows)
+	default:
+		c.Verdict, c.Rule = FidelityMissed, fmt.Sprintf("below %g at Mann-Whitney p = %.3g over %s", ratioMin, t.P, windows)
+	}
+	return c
+}
+
+// judgeTrend judges one flavor's windows in the order measured: a Mann-Kendall trend
+// at TrendAlpha is a miss (those windows are not the flavor's steady state).
+func judgeTrend(what string, m Metric) (Check, bool) {
+	t, err := MannKendall(m.Samples)
+	if err != nil {
+		return Check{}, false
+	}
+	c := Check{What: what + ": Sen's slope " + fmtSlope(t, m), Value: t.P, P: &t.P, Kind: "trend", Bound: fmt.Sprintf("no trend: p ≥ %g", TrendAlpha),
+		Windows: len(m.Samples), Of: len(m.Samples), Margin: t.P - TrendAlpha, Verdict: FidelityMet,
+		Rule: fmt.Sprintf("Mann-Kendall p = %.3g ≥ %g over %d windows: no trend", t.P, TrendAlpha, len(m.Samples))}
+	if t.P < TrendAlpha {
+		c.Verdict, c.Rule = FidelityMissed, fmt.Sprintf("Mann-Kendall p = %.3g < %g over %d windows: a trend", t.P, TrendAlpha, len(m.Samples))
+	}
+	return c, true
 }
 
 // Judge computes an entry's fidelity from a night's metrics: those named
-// "<entry>/...". Goals look at medians over the repetitions (or windows), so one bad
-// repetition does not decide.
+// "<entry>/...". The entry misses its goal when a check missed, is inconclusive when
+// none missed and one was inconclusive, and meets it when every check did.
 func (g Goal) Judge(f *File, entry string) Fidelity {
 	fd := Fidelity{Entry: entry, Goal: g, Host: HostVerdict{Verdict: HostNotMeasured}}
 	if g.IsZero() {
@@ -147,9 +319,7 @@ func (g Goal) Judge(f *File, entry string) Fidelity {
 			if !strings.HasPrefix(Key(key), "measured_minus_model.") || strings.HasSuffix(key, ".all") {
 				continue
 			}
-			v := m.Median()
-			fd.Checks = append(fd.Checks, Check{What: key, Value: v, Unit: "ms", Kind: "measured_minus_model",
-				Bound: fmt.Sprintf("in [%+g, %+g]", r.Min, r.Max), OK: v >= r.Min && v <= r.Max, Margin: min(v-r.Min, r.Max-v)})
+			fd.Checks = append(fd.Checks, judgeRange(key, m, *r))
 		}
 		if len(fd.Checks) == n {
 			empty = append(empty, "no measured_minus_model metric")
@@ -175,21 +345,15 @@ func (g Goal) Judge(f *File, entry string) Fidelity {
 		for _, set := range slices.Sorted(maps.Keys(bySetting)) {
 			fl := bySetting[set]
 			if g.ThroughputRatioMin != nil {
-				p, zk := fl["poled"], fl["zookeeper"]
-				if len(p.Samples) > 0 && len(zk.Samples) > 0 {
-					r := p.Median() / zk.Median()
-					fd.Checks = append(fd.Checks, Check{What: join(set, "poled/zookeeper writes/s"), Value: r, Kind: "throughput_ratio",
-						Bound: fmt.Sprintf("≥ %g", *g.ThroughputRatioMin), OK: r >= *g.ThroughputRatioMin, Margin: r - *g.ThroughputRatioMin})
+				if p, zk := fl["poled"], fl["zookeeper"]; len(p.Samples) > 0 && len(zk.Samples) > 0 {
+					fd.Checks = append(fd.Checks, judgeRatio(join(set, "poled/zookeeper writes/s"), p, zk, *g.ThroughputRatioMin))
 				}
 			}
 			if g.NoTrend {
 				for _, flavor := range slices.Sorted(maps.Keys(fl)) {
-					t, err := MannKendall(fl[flavor].Samples)
-					if err != nil {
-						continue
+					if c, ok := judgeTrend(join(set, flavor+" writes/s over the windows"), fl[flavor]); ok {
+						fd.Checks = append(fd.Checks, c)
 					}
-					fd.Checks = append(fd.Checks, Check{What: join(set, flavor+" writes/s over the windows: Sen's slope "+fmtSlope(t, fl[flavor])),
-						Value: t.P, Kind: "trend", Bound: fmt.Sprintf("no trend: p ≥ %g", TrendAlpha), OK: t.P >= TrendAlpha, Margin: t.P - TrendAlpha})
 				}
 			}
 		}
@@ -197,12 +361,20 @@ func (g Goal) Judge(f *File, entry string) Fidelity {
 			empty = append(empty, "no writes/s of a write benchmark")
 		}
 	}
+	has := func(v string) bool {
+		return slices.ContainsFunc(fd.Checks, func(c Check) bool { return c.Verdict == v })
+	}
+	for i := range fd.Checks {
+		fd.Checks[i].OK = fd.Checks[i].Verdict == FidelityMet
+	}
 	switch {
-	case slices.ContainsFunc(fd.Checks, func(c Check) bool { return !c.OK }):
+	case has(FidelityMissed):
 		fd.Verdict = FidelityMissed
 	case len(empty) > 0:
 		fd.Verdict = FidelityNoData
 		fd.Note = strings.Join(empty, "; ")
+	case has(FidelityInconclusive):
+		fd.Verdict = FidelityInconclusive
 	default:
 		fd.Verdict = FidelityMet
 	}
@@ -225,16 +397,18 @@ func fmtSlope(t Trend, m Metric) string {
 }
 
 // Deciding returns the checks that decided the verdict: the ones that missed, else
-// the tightest of each kind.
+// the inconclusive ones, else the tightest of each kind.
 func (fd Fidelity) Deciding() []Check {
-	var out []Check
-	for _, c := range fd.Checks {
-		if !c.OK {
-			out = append(out, c)
+	for _, v := range []string{FidelityMissed, FidelityInconclusive} {
+		var out []Check
+		for _, c := range fd.Checks {
+			if c.Verdict == v {
+				out = append(out, c)
+			}
 		}
-	}
-	if len(out) > 0 {
-		return out
+		if len(out) > 0 {
+			return out
+		}
 	}
 	tightest := map[string]Check{}
 	var order []string
@@ -247,15 +421,16 @@ func (fd Fidelity) Deciding() []Check {
 			tightest[c.Kind] = c
 		}
 	}
+	var out []Check
 	for _, k := range order {
 		out = append(out, tightest[k])
 	}
 	return out
 }
 
-// Summary is the deciding checks in a line (at most two, then how many more missed).
+// Summary is the deciding checks in a line (at most two, then how many more).
 func (fd Fidelity) Summary() string {
-	if fd.Verdict == FidelityNoData {
+	if fd.Verdict == FidelityNoData || fd.Verdict == FidelitySkipped {
 		return cmp.Or(fd.Note, "-")
 	}
 	d := fd.Deciding()
@@ -278,10 +453,18 @@ func (fd Fidelity) Summary() string {
 }
 
 // FidelityMisses names the entries whose goal was missed.
-func FidelityMisses(fs []Fidelity) []string {
+func FidelityMisses(fs []Fidelity) []string { return entriesWith(fs, FidelityMissed) }
+
+// FidelityInconclusives names the entries whose goal was neither met nor missed.
+func FidelityInconclusives(fs []Fidelity) []string { return entriesWith(fs, FidelityInconclusive) }
+
+// FidelitySkips names the entries this machine could not run.
+func FidelitySkips(fs []Fidelity) []string { return entriesWith(fs, FidelitySkipped) }
+
+func entriesWith(fs []Fidelity, verdict string) []string {
 	var out []string
 	for _, fd := range fs {
-		if fd.Verdict == FidelityMissed {
+		if fd.Verdict == verdict {
 			out = append(out, fd.Entry)
 		}
 	}
@@ -289,7 +472,7 @@ func FidelityMisses(fs []Fidelity) []string {
 }
 
 // WriteFidelityText writes one line per entry: entry, where it ran, verdict, goal,
-// the checks that decided, and the host's verdict.
+// the checks that decided (with their rule), and the host's verdict.
 func WriteFidelityText(w io.Writer, fs []Fidelity) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "entry\twhere\tfidelity\tgoal\tdecided by\thost\t")
@@ -300,7 +483,7 @@ func WriteFidelityText(w io.Writer, fs []Fidelity) error {
 }
 
 // WriteFidelityMarkdown writes the same as a Markdown table, and with detail every
-// check of every entry below it.
+// check of every entry below it, with the rule that judged it.
 func WriteFidelityMarkdown(w io.Writer, fs []Fidelity, detail bool) error {
 	if len(fs) == 0 {
 		return nil
@@ -308,11 +491,7 @@ func WriteFidelityMarkdown(w io.Writer, fs []Fidelity, detail bool) error {
 	fmt.Fprintln(w, "| entry | where | fidelity | goal | decided by | host |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, fd := range fs {
-		v := fd.Verdict
-		if v == FidelityMissed {
-			v = "**" + v + "**"
-		}
-		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", fd.Entry, cmp.Or(fd.Backend, "-"), v, fd.Goal, mdEscape(fd.Summary()), fd.Host.Verdict)
+		fmt.Fprintf(w, "| `%s` | %s | %s | %s | %s | %s |\n", fd.Entry, cmp.Or(fd.Backend, "-"), mdVerdict(fd.Verdict), fd.Goal, mdEscape(fd.Summary()), fd.Host.Verdict)
 	}
 	if !detail {
 		return nil
@@ -325,20 +504,27 @@ func WriteFidelityMarkdown(w io.Writer, fs []Fidelity, detail bool) error {
 		if len(fd.Checks) == 0 {
 			continue
 		}
-		fmt.Fprintln(w, "\n| checked | value | bound | ok |\n|---|--:|---|---|")
+		fmt.Fprintln(w, "\n| checked | value | 95 % interval | windows | bound | verdict | rule |\n|---|--:|---|---|---|---|---|")
 		for _, c := range fd.Checks {
-			v := fmt.Sprintf("%.3f", c.Value)
+			v, iv := fmt.Sprintf("%.3f", c.Value), "-"
 			if c.Kind == "measured_minus_model" {
 				v = fmt.Sprintf("%+.2f ms", c.Value)
 			}
-			ok := "yes"
-			if !c.OK {
-				ok = "**no**"
+			if c.Interval != nil {
+				iv = fmt.Sprintf("[%+.2f, %+.2f]", c.Interval.Low, c.Interval.High)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", mdEscape(c.What), v, c.Bound, ok)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(c.What), v, iv, c.WindowsString(), c.Bound, mdVerdict(c.Verdict), mdEscape(c.Rule))
 		}
 	}
 	return nil
+}
+
+// mdVerdict makes a verdict that needs a reader's eyes bold.
+func mdVerdict(v string) string {
+	if v == FidelityMissed {
+		return "**" + v + "**"
+	}
+	return v
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
