@@ -155,7 +155,7 @@ func (c Check) String() string {
 	case "throughput_ratio":
 		v = fmt.Sprintf("%.2fx", c.Value)
 	case "trend":
-		v = fmt.Sprintf("p=%.3f", c.Value)
+		return fmt.Sprintf("%s (%s): %s", c.What, c.Bound, c.Rule) // the rule has the p-value
 	}
 	s := fmt.Sprintf("%s %s (%s): %s", c.What, v, c.Bound, c.Rule)
 	if c.Kind == "measured_minus_model" && c.Windows >= MinWindows {

@@ -26,6 +26,21 @@ type DownFunc func(ctx context.Context, label string) ([]string, error)
 // anything; nil if it can.
 type CheckFunc func(ctx context.Context) error
 
+// PrepareFunc makes this machine able to run a backend for a while, where the backend
+// can do that and undo it; note says what it did, release undoes it. An error says
+// why it could not.
+type PrepareFunc func(ctx context.Context) (note string, release func(context.Context) error, err error)
+
+// ErrUnprepared marks a Check error that the backend's Prepare mends (Unprepared).
+var ErrUnprepared = errors.New("the backend's Prepare makes this machine ready")
+
+// Unprepared marks err, a Check error, as one that Prepare mends; its text is err's.
+func Unprepared(err error) error { return unprepared{err} }
+
+type unprepared struct{ error }
+
+func (u unprepared) Unwrap() []error { return []error{u.error, ErrUnprepared} }
+
 // Backend is what a backend package registers (Register, from its init).
 type Backend struct {
 	Name string // as specs and --backend name it
@@ -38,6 +53,10 @@ type Backend struct {
 	Down DownFunc
 	// Check, if set, says whether this machine can run the backend.
 	Check CheckFunc
+	// Prepare, if set, readies this machine for the backend until released (the
+	// swarm backend makes the local engine a single-node swarm manager when it is in
+	// no swarm); its Check marks what Prepare mends with Unprepared.
+	Prepare PrepareFunc
 }
 
 // Flavor is what a package that runs another replica than poled registers
@@ -211,4 +230,17 @@ func Check(ctx context.Context, name, flavor string) error {
 		return b.Check(ctx)
 	}
 	return nil
+}
+
+// Prepare readies this machine to run the named backend ("" is local) for a while,
+// where the backend registered a Prepare; release puts the machine back as it was. A
+// backend without one needs nothing: note is "" and release does nothing.
+func Prepare(ctx context.Context, name string) (note string, release func(context.Context) error, err error) {
+	registry.Lock()
+	b := registry.backends[cmp.Or(name, backend.Local)]
+	registry.Unlock()
+	if b.Prepare == nil {
+		return "", func(context.Context) error { return nil }, nil
+	}
+	return b.Prepare(ctx)
 }

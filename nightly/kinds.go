@@ -41,8 +41,11 @@ type kind struct {
 	checkGoal func(e Entry, g benchdata.Goal) error
 	planned   func(e Entry) time.Duration
 	where     func(e Entry) string
-	// check says why this machine cannot run the entry, without starting anything.
+	// check says why this machine cannot run the entry, without starting anything;
+	// an error marked cluster.ErrUnprepared is one prepare mends.
 	check func(ctx context.Context, e Entry) error
+	// prepare, if set, readies the machine for the entry until release.
+	prepare func(ctx context.Context, e Entry) (note string, release func(context.Context) error, err error)
 	// run runs the entry into dir: run directories for benchdata.Collect, or a bench.json
 	// of its own.
 	run func(ctx context.Context, e Entry, dir string, env runEnv) error
@@ -63,6 +66,9 @@ var kinds = map[string]kind{
 		},
 		check: func(ctx context.Context, e Entry) error {
 			return cluster.Check(ctx, e.Resolved.Backend, e.Resolved.Flavor)
+		},
+		prepare: func(ctx context.Context, e Entry) (string, func(context.Context) error, error) {
+			return cluster.Prepare(ctx, e.Resolved.Backend)
 		},
 		run: runRun,
 	},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/benchdata"
+	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
 )
@@ -26,21 +27,27 @@ type Options struct {
 	// fidelity.md. It must not exist or be empty.
 	Out string
 	Log *slog.Logger
-	// Progress gets a status line, a line per finished entry and the fidelity table;
-	// nil: quiet.
+	// Progress gets a status line, a line per finished entry, the fidelity table and
+	// a last line naming the entries that were inconclusive or skipped; nil: quiet.
 	Progress io.Writer
 	// Version is the polebench version recorded in bench.json.
 	Version string
+	// Strict makes a skipped entry an error of the night: where everything the
+	// suite needs is installed (CI, after make deps), a skip is a defect.
+	Strict bool
 }
 
 // FidelityFile is the night's fidelity report, beside bench.json.
 const FidelityFile = "fidelity.md"
 
-// Run runs every entry of the suite in order (an entry this machine cannot run, for
-// want of root, Docker or Java, fails at once and says why), writes Out/bench.json from
-// the entries' directories with each entry's fidelity verdict, and Out/fidelity.md.
-// A failed entry does not stop the others. The error joins the entries' errors and
-// names the entries that missed their fidelity goal.
+// Run runs every entry of the suite in order, writes Out/bench.json from the entries'
+// directories with each entry's fidelity verdict, and Out/fidelity.md. An entry this
+// machine cannot run (for want of root, Docker or Java) is skipped, saying what is
+// missing; one whose backend can make the machine ready (a swarm manager) is made
+// ready for it and the machine put back after it. A failed entry does not stop the
+// others. The error joins the entries' errors, names the entries that missed their
+// fidelity goal with confidence, and (Strict) the skipped ones; an inconclusive
+// verdict is no error.
 func Run(ctx context.Context, s *Suite, o Options) (*benchdata.File, error) {
 	if o.Out == "" {
 		return nil, errors.New("nightly: no output directory")
@@ -62,11 +69,15 @@ func Run(ctx context.Context, s *Suite, o Options) (*benchdata.File, error) {
 	line.Note("suite %s%s: %d entries, about %v planned%s", s.Name, map[bool]string{true: " --quick"}[s.Quick], len(s.Entries),
 		roughly(total), plantedNote(s))
 	// What this machine lacks is said before anything runs, not after an hour.
-	cannot := map[string]error{}
+	skipped := map[string]error{}
 	for i, e := range s.Entries {
-		if err := kinds[e.Kind].check(ctx, e); err != nil {
-			cannot[e.Name] = fmt.Errorf("cannot run on this machine: %w", err)
-			line.Note("[%d/%d %s] will fail: %v", i+1, len(s.Entries), e.Name, cannot[e.Name])
+		switch err := kinds[e.Kind].check(ctx, e); {
+		case err == nil:
+		case errors.Is(err, cluster.ErrUnprepared):
+			line.Note("[%d/%d %s] the machine is made ready for it at its turn: %v", i+1, len(s.Entries), e.Name, err)
+		default:
+			skipped[e.Name] = err
+			line.Note("[%d/%d %s] will be skipped: this machine cannot run it: %v", i+1, len(s.Entries), e.Name, err)
 		}
 	}
 	start := time.Now()
@@ -75,10 +86,12 @@ func Run(ctx context.Context, s *Suite, o Options) (*benchdata.File, error) {
 	failed := map[string]error{}
 	for i, e := range s.Entries {
 		label := fmt.Sprintf("[%d/%d %s]", i+1, len(s.Entries), e.Name)
-		if err := cannot[e.Name]; err != nil {
-			failed[e.Name] = err
-			errs = append(errs, fmt.Errorf("%s (%s): %w", e.Name, e.Pos, err))
-			line.Note("%s failed: %v", label, err)
+		release := func(context.Context) error { return nil }
+		if skipped[e.Name] == nil {
+			release, skipped[e.Name] = prepare(ctx, e, label, line)
+		}
+		if err := skipped[e.Name]; err != nil {
+			line.Note("%s skipped: this machine cannot run it: %v", label, err)
 			total -= e.Planned()
 			continue
 		}
@@ -113,6 +126,11 @@ func Run(ctx context.Context, s *Suite, o Options) (*benchdata.File, error) {
 		} else {
 			line.Note("%s done in %v: %s", label, time.Since(entryStart).Round(time.Second), dir)
 		}
+		// The machine goes back as it was, also when the night is interrupted.
+		if err := release(context.WithoutCancel(ctx)); err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): putting the machine back: %w", e.Name, e.Pos, err))
+			line.Note("%s could not put the machine back: %v", label, err)
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -132,8 +150,15 @@ func Run(ctx context.Context, s *Suite, o Options) (*benchdata.File, error) {
 		fd := e.Goal.Judge(f, e.Name)
 		fd.Kind, fd.Backend = e.Kind, e.Where()
 		fd.Host = hostVerdict(filepath.Join(o.Out, e.Name))
-		if err := failed[e.Name]; err != nil && fd.Verdict == benchdata.FidelityNoData {
-			fd.Note = "the entry failed: " + firstLine(err.Error())
+		switch {
+		case skipped[e.Name] != nil:
+			fd.Verdict, fd.Checks = benchdata.FidelitySkipped, nil
+			fd.Note = "this machine cannot run it: " + firstLine(skipped[e.Name].Error())
+			if o.Strict {
+				errs = append(errs, fmt.Errorf("%s (%s): skipped: %w", e.Name, e.Pos, skipped[e.Name]))
+			}
+		case failed[e.Name] != nil && fd.Verdict == benchdata.FidelityNoData:
+			fd.Note = "the entry failed: " + firstLine(failed[e.Name].Error())
 		}
 		f.Fidelity = append(f.Fidelity, fd)
 	}
@@ -145,13 +170,60 @@ func Run(ctx context.Context, s *Suite, o Options) (*benchdata.File, error) {
 	}
 	line.Note("%s: %d metrics from %d entries in %v", filepath.Join(o.Out, benchdata.FileName), len(f.Metrics), len(s.Entries), time.Since(start).Round(time.Second))
 	if o.Progress != nil {
-		fmt.Fprintln(o.Progress, "\nfidelity (goal met or not, on the medians over the repetitions; regression is `polebench compare`):")
+		fmt.Fprintln(o.Progress, "\nfidelity (met, MISSED or inconclusive, by each check's rule; regression is `polebench compare`):")
 		benchdata.WriteFidelityText(o.Progress, f.Fidelity)
 	}
 	if m := benchdata.FidelityMisses(f.Fidelity); len(m) > 0 {
 		errs = append(errs, fmt.Errorf("fidelity goal missed by %s (see %s)", strings.Join(m, ", "), filepath.Join(o.Out, FidelityFile)))
 	}
+	if o.Progress != nil {
+		fmt.Fprintln(o.Progress, LastLine(f.Fidelity))
+	}
 	return f, errors.Join(errs...)
+}
+
+// prepare readies the machine for entry e where its kind can (the note says what it
+// did), and checks it again: release puts the machine back; an error says why e
+// cannot run, after the machine was put back.
+func prepare(ctx context.Context, e Entry, label string, line *progress.Line) (release func(context.Context) error, err error) {
+	k := kinds[e.Kind]
+	release = func(context.Context) error { return nil }
+	if k.prepare != nil {
+		note, r, err := k.prepare(ctx, e)
+		if err != nil {
+			return release, err
+		}
+		if note != "" {
+			line.Note("%s %s", label, note)
+		}
+		release = r
+	}
+	if err := k.check(ctx, e); err != nil {
+		return release, errors.Join(err, release(context.WithoutCancel(ctx)))
+	}
+	return release, nil
+}
+
+// LastLine sums the night's verdicts up in the line that ends its output: how many
+// entries met, missed, were inconclusive, skipped or without data, naming all but
+// those that met.
+func LastLine(fs []benchdata.Fidelity) string {
+	var parts []string
+	byVerdict := map[string][]string{}
+	for _, fd := range fs {
+		byVerdict[fd.Verdict] = append(byVerdict[fd.Verdict], fd.Entry)
+	}
+	for _, v := range []string{benchdata.FidelityMet, benchdata.FidelityNoGoal, benchdata.FidelityMissed, benchdata.FidelityNoData, benchdata.FidelityInconclusive, benchdata.FidelitySkipped} {
+		names := byVerdict[v]
+		switch {
+		case len(names) == 0:
+		case v == benchdata.FidelityMet || v == benchdata.FidelityNoGoal:
+			parts = append(parts, fmt.Sprintf("%d %s", len(names), v))
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s (%s)", len(names), v, strings.Join(names, ", ")))
+		}
+	}
+	return "night: " + strings.Join(parts, "; ")
 }
 
 // roughly rounds a planned time to what an estimate is worth.
@@ -226,9 +298,12 @@ func writeFidelity(path string, f *benchdata.File) error {
 	var b strings.Builder
 	b.WriteString("# Fidelity of the night\n\n")
 	fmt.Fprintf(&b, "%s\n\n", benchdata.EnvLine(f.Env))
-	b.WriteString("Each entry's goal is judged on the medians over its repetitions (a write benchmark: over its windows). " +
-		"`fidelity` says whether the goal was met; `host` says whether the machine was quiet enough for the timing to count: " +
-		"the hiccup meter's verdicts on the entry's windows (docs/host.md; simulated runs and benchmarks have none). Regression against earlier nights is `polebench compare`'s verdict, not this one.\n\n")
+	b.WriteString("Each check is met when the night's evidence puts it inside the goal, MISSED only when it puts it outside, and inconclusive otherwise; " +
+		"its `rule` says which: a measured−model mean by its 95 % Student-t interval over the windows the host trusted (inconclusive with fewer than two), " +
+		"a writes/s ratio by a Mann-Whitney test of poled's windows against the goal times ZooKeeper's, a trend by Mann-Kendall. " +
+		"An entry misses when a check missed, is inconclusive when one was, and meets its goal when every check did. " +
+		"`host` is the hiccup meter's verdicts on the entry's windows (docs/host.md; simulated runs and benchmarks have none): where it was measured, only trusted windows are judged. " +
+		"Regression against earlier nights is `polebench compare`'s verdict, not this one.\n\n")
 	if err := benchdata.WriteFidelityMarkdown(&b, f.Fidelity, true); err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/cluster/internal/engine"
+	"github.com/polebench/polebench/cluster/swarm/internal/single"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/topology"
 )
@@ -49,7 +50,7 @@ import (
 // Clients reach a server at its node's address, on ports published in host mode.
 
 func init() {
-	cluster.Register(cluster.Backend{Name: backend.Swarm, Rank: 40, New: New, Down: Down, Check: Check})
+	cluster.Register(cluster.Backend{Name: backend.Swarm, Rank: 40, New: New, Down: Down, Check: Check, Prepare: Prepare})
 }
 
 // LabelRun marks everything the swarm backend creates (services, their containers,
@@ -152,13 +153,46 @@ func Check(ctx context.Context) error {
 	return nil
 }
 
-// manager says why the engine cli answered info for cannot manage a swarm run.
+// manager says why the engine cli answered info for cannot manage a swarm run; an
+// engine in no swarm is one Prepare mends.
 func manager(cli *client.Client, info system.Info) error {
 	if info.Swarm.LocalNodeState != swarm.LocalNodeStateActive || !info.Swarm.ControlAvailable {
-		return fmt.Errorf("the Docker engine at %s is not a swarm manager (swarm %s): run `docker swarm init` there, or point DOCKER_HOST at a manager",
+		err := fmt.Errorf("the Docker engine at %s is not a swarm manager (swarm %s): run `docker swarm init` there, or point DOCKER_HOST at a manager",
 			cli.DaemonHost(), cmp.Or(string(info.Swarm.LocalNodeState), "inactive"))
+		if cmp.Or(info.Swarm.LocalNodeState, swarm.LocalNodeStateInactive) == swarm.LocalNodeStateInactive {
+			return cluster.Unprepared(err)
+		}
+		return err
 	}
 	return nil
+}
+
+// prepareWait bounds Prepare's wait for the machine-wide lock of swarm mode, which
+// a swarm test holds while it runs.
+const prepareWait = 10 * time.Minute
+
+// Prepare makes the engine DOCKER_HOST names (the local one by default) a swarm
+// manager until release: a single-node swarm, initialised when the engine is in none
+// and left on release, or the engine's own swarm as it is (single.Take).
+func Prepare(ctx context.Context) (string, func(context.Context) error, error) {
+	cli, err := image.Connect(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("swarm backend: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, prepareWait)
+	defer cancel()
+	l, err := single.Take(tctx, cli)
+	if err != nil {
+		cli.Close()
+		return "", nil, fmt.Errorf("swarm backend: %w", err)
+	}
+	return l.Note, func(ctx context.Context) error {
+		defer cli.Close()
+		if err := l.Release(ctx); err != nil {
+			return fmt.Errorf("swarm backend: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 type server struct {

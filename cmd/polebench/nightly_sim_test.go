@@ -43,8 +43,11 @@ func TestNightlySimulated(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("nightly %s: exit %d\n%s\n%s", name, code, stdout, stderr)
 		}
-		if !strings.Contains(stdout, "fidelity (goal met or not") {
+		if !strings.Contains(stdout, "fidelity (met, MISSED or inconclusive") {
 			t.Errorf("nightly %s prints no fidelity table:\n%s", name, stdout)
+		}
+		if lines := strings.Split(strings.TrimSpace(stdout), "\n"); lines[len(lines)-1] != "night: 2 met" {
+			t.Errorf("nightly %s: last line %q, want the verdicts counted", name, lines[len(lines)-1])
 		}
 		f, err := benchdata.ReadFile(filepath.Join(out, benchdata.FileName))
 		if err != nil {

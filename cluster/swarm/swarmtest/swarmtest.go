@@ -21,24 +21,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
-	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/polebench/polebench/cluster/image"
+	"github.com/polebench/polebench/cluster/swarm/internal/single"
 )
-
-// lockFile serialises the tests of every package that change swarm mode.
-const lockFile = "/run/lock/polebench-swarmtest.lock"
-
-// gwbridge is the bridge Docker makes for swarm tasks' outside traffic; leaving a
-// swarm keeps it.
-const gwbridge = "docker_gwbridge"
 
 // Require fails the test under CI, and skips it elsewhere, unless this machine can
 // run a swarm test: root (the second engine's namespace) and a Docker engine.
@@ -59,184 +49,40 @@ func Require(t testing.TB) *client.Client {
 	return cli
 }
 
-// Manager makes the local engine a swarm manager for the test: a single-node swarm it
-// initialises, unless the engine manages one already (then it is used as it is). When
-// the test ends, a swarm it made is left (--force) and the gateway bridge removed if
-// the swarm made it: the engine is as it was. A swarm that a killed test made (a
-// marker file says so) is taken over and left in the same way, with what that test's
-// runs left. It holds the machine-wide lock until then.
+// Manager makes the local engine a swarm manager for the test (single.Take): a
+// single-node swarm it initialises, unless the engine manages one already (then it is
+// used as it is). When the test ends, a swarm it made is left and the engine is as it
+// was; a swarm that a killed test (or night) made is taken over and left in the same
+// way, with what its runs left. It holds the machine-wide lock until then.
 func Manager(t testing.TB) *client.Client {
 	t.Helper()
 	cli := Require(t)
-	Lock(t)
-	ctx := context.WithoutCancel(t.Context())
-	info, err := cli.Info(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 10*time.Minute)
+	defer cancel()
+	l, err := single.Take(ctx, cli)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A test that was killed leaves the swarm it made, and says so in the marker.
-	mark, _ := os.ReadFile(managerMarker)
-	node, bridge, _ := strings.Cut(strings.TrimSpace(string(mark)), " ")
-	switch {
-	case info.Swarm.LocalNodeState == swarm.LocalNodeStateActive && info.Swarm.ControlAvailable && node == info.Swarm.NodeID:
-		t.Logf("the engine manages the swarm a killed test made (node %s): taking it over, to leave it", node)
-		removeLeftovers(t, cli)
-		leaveAfter(t, cli, bridge == "had-bridge")
-		return cli
-	case info.Swarm.LocalNodeState == swarm.LocalNodeStateActive && info.Swarm.ControlAvailable:
-		t.Logf("the engine manages a swarm already (node %s): using it as it is", info.Swarm.NodeID)
-		return cli
-	case info.Swarm.LocalNodeState != swarm.LocalNodeStateInactive:
-		t.Fatalf("the engine is in a swarm, but not as a manager (%s): cannot test", info.Swarm.LocalNodeState)
-	}
-	_, gwErr := cli.NetworkInspect(ctx, gwbridge, network.InspectOptions{})
-	hadBridge := gwErr == nil
-	t0 := time.Now()
-	req := swarm.InitRequest{ListenAddr: "0.0.0.0:2377"}
-	if _, err := cli.SwarmInit(ctx, req); err != nil {
-		// Several addresses to choose from: the one of the default route's interface.
-		if req.AdvertiseAddr, err = defaultAddr(); err != nil {
-			t.Fatalf("swarm init: %v", err)
+	t.Log(l.Note)
+	t.Cleanup(func() {
+		if err := l.Release(context.Background()); err != nil {
+			t.Error(err)
 		}
-		if _, err := cli.SwarmInit(ctx, req); err != nil {
-			t.Fatalf("swarm init (advertising %s): %v", req.AdvertiseAddr, err)
-		}
-	}
-	t.Logf("swarm initialised on the local engine in %v", time.Since(t0).Round(time.Millisecond))
-	if info, err = cli.Info(ctx); err != nil {
-		t.Fatal(err)
-	}
-	bridge = "no-bridge"
-	if hadBridge {
-		bridge = "had-bridge"
-	}
-	must(t, os.WriteFile(managerMarker, []byte(info.Swarm.NodeID+" "+bridge+"\n"), 0o644))
-	leaveAfter(t, cli, hadBridge)
+	})
 	return cli
 }
 
-// managerMarker names the swarm a test made (node ID, and whether the gateway bridge
-// was there before), until the test leaves it.
-const managerMarker = "/run/polebench-swarmtest.manager"
-
-// labelSwarmRun is swarm.LabelRun (which this package, imported by swarm's tests,
-// cannot import).
-const labelSwarmRun = "polebench.swarm"
-
-// removeLeftovers removes the services, containers and volumes that swarm runs of a
-// killed test left (their published ports would be taken).
-func removeLeftovers(t testing.TB, cli *client.Client) {
-	ctx := context.Background()
-	f := filters.NewArgs(filters.Arg("label", labelSwarmRun))
-	svcs, err := cli.ServiceList(ctx, swarm.ServiceListOptions{Filters: f})
-	if err != nil {
-		t.Fatalf("leftovers: %v", err)
-	}
-	for _, sv := range svcs {
-		if err := cli.ServiceRemove(ctx, sv.ID); err != nil && !client.IsErrNotFound(err) {
-			t.Errorf("leftover service %s: %v", sv.Spec.Name, err)
-		}
-	}
-	for t0 := time.Now(); time.Since(t0) < 30*time.Second; time.Sleep(250 * time.Millisecond) {
-		if cs, err := cli.ContainerList(ctx, container.ListOptions{Filters: f}); err == nil && len(cs) == 0 {
-			break // the agent removed the tasks' containers
-		}
-	}
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		t.Errorf("leftovers: %v", err)
-		return
-	}
-	for _, c := range cs {
-		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
-			t.Errorf("leftover container %s: %v", c.ID, err)
-		}
-	}
-	vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
-	if err != nil {
-		t.Errorf("leftovers: %v", err)
-		return
-	}
-	for _, v := range vs.Volumes {
-		if err := cli.VolumeRemove(ctx, v.Name, true); err != nil && !client.IsErrNotFound(err) {
-			t.Errorf("leftover volume %s: %v", v.Name, err)
-		}
-	}
-	t.Logf("removed what the killed test left: %d services, %d containers, %d volumes", len(svcs), len(cs), len(vs.Volumes))
-}
-
-// leaveAfter leaves the swarm when the test ends, and removes the gateway bridge
-// unless it was there before.
-func leaveAfter(t testing.TB, cli *client.Client, hadBridge bool) {
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := cli.SwarmLeave(ctx, true); err != nil {
-			t.Errorf("swarm leave: %v", err)
-		}
-		os.Remove(managerMarker)
-		if !hadBridge {
-			var err error
-			for range 20 { // the gateway's endpoints go a moment after the swarm
-				if err = cli.NetworkRemove(ctx, gwbridge); err == nil || client.IsErrNotFound(err) {
-					err = nil
-					break
-				}
-				time.Sleep(250 * time.Millisecond)
-			}
-			if err != nil {
-				t.Errorf("remove %s: %v", gwbridge, err)
-			}
-		}
-		if info, err := cli.Info(ctx); err != nil || info.Swarm.LocalNodeState != swarm.LocalNodeStateInactive {
-			t.Errorf("the engine is not back out of swarm mode: %v %v", info.Swarm.LocalNodeState, err)
-		}
-	})
-}
-
-// Lock takes the machine-wide lock of the tests that change swarm mode, until the
+// Lock takes the machine-wide lock of everything that changes swarm mode, until the
 // test ends (Manager takes it).
 func Lock(t testing.TB) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(lockFile), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	unlock, err := single.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("lock %s: %v", lockFile, err)
-		}
-	case <-time.After(10 * time.Minute):
-		t.Fatalf("%s held for 10 minutes by another swarm test", lockFile)
-	}
-	t.Cleanup(func() { f.Close() }) // closing releases the lock
-}
-
-// defaultAddr is the first IPv4 address of the default route's interface.
-func defaultAddr() (string, error) {
-	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
-	if err != nil {
-		return "", err
-	}
-	for _, r := range routes {
-		if r.Dst != nil && r.Dst.String() != "0.0.0.0/0" {
-			continue
-		}
-		l, err := netlink.LinkByIndex(r.LinkIndex)
-		if err != nil {
-			continue
-		}
-		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
-		if err == nil && len(addrs) > 0 {
-			return addrs[0].IP.String(), nil
-		}
-	}
-	return "", errors.New("no IPv4 address on the default route's interface")
+	t.Cleanup(unlock)
 }
 
 // LabelNode sets the node's label key=value (such as swarm.LabelDC) for the test and
