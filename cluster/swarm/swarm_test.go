@@ -2,6 +2,7 @@ package swarm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,10 +13,12 @@ import (
 	"time"
 
 	dockerimage "github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/swarm"
 	"github.com/go-zookeeper/zk"
 
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/internal/clustertest"
 	"github.com/polebench/polebench/cluster/swarm/swarmtest"
 	"github.com/polebench/polebench/netem"
@@ -330,6 +333,56 @@ func TestSwarmNotAManager(t *testing.T) {
 	_, err := NewWith(t.Context(), cluster.Options{Topology: topo, Plan: netem.NewPlan(topo, netem.DefaultOptions(1))}, Config{})
 	if err == nil || !strings.Contains(err.Error(), "is not a swarm manager (swarm inactive): run `docker swarm init` there") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestPrepare: on an engine in no swarm, Check says Prepare mends it; Prepare makes
+// a single-node swarm manager, which Check accepts; release leaves the engine as it
+// found it: out of swarm mode, with the gateway bridge only if it was there before.
+func TestPrepare(t *testing.T) {
+	cli := swarmtest.Require(t)
+	ctx := t.Context()
+	fail := t.Skipf
+	if os.Getenv("CI") != "" { // CI's engine is out of a swarm: the swarm tests leave it as they found it
+		fail = t.Fatalf
+	}
+	info, err := cli.Info(ctx)
+	if err != nil || info.Swarm.LocalNodeState != swarm.LocalNodeStateInactive {
+		fail("the engine is in a swarm (%v, %v)", info.Swarm.LocalNodeState, err)
+	}
+	_, bridgeErr := cli.NetworkInspect(ctx, "docker_gwbridge", network.InspectOptions{})
+	if err := cluster.Check(ctx, backend.Swarm, ""); !errors.Is(err, cluster.ErrUnprepared) || !strings.Contains(err.Error(), "is not a swarm manager (swarm inactive)") {
+		t.Fatalf("check before: %v, want one Prepare mends", err)
+	}
+	note, release, err := cluster.Prepare(ctx, backend.Swarm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(note)
+	released := false
+	defer func() {
+		if !released {
+			release(context.Background())
+		}
+	}()
+	if !strings.Contains(note, "single-node swarm initialised") {
+		fail("another holder made a swarm meanwhile: %s", note) // release leaves it alone
+	}
+	if err := cluster.Check(ctx, backend.Swarm, ""); err != nil {
+		t.Errorf("check after Prepare: %v", err)
+	}
+	released = true
+	if err := release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := cli.Info(ctx); err != nil || info.Swarm.LocalNodeState != swarm.LocalNodeStateInactive {
+		t.Errorf("after release the engine is %v (%v)", info.Swarm.LocalNodeState, err)
+	}
+	if _, err := cli.NetworkInspect(ctx, "docker_gwbridge", network.InspectOptions{}); (err == nil) != (bridgeErr == nil) {
+		t.Errorf("the gateway bridge: before %v, after %v", bridgeErr, err)
+	}
+	if err := cluster.Check(ctx, backend.Swarm, ""); !errors.Is(err, cluster.ErrUnprepared) {
+		t.Errorf("check after release: %v", err)
 	}
 }
 
