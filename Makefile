@@ -29,14 +29,15 @@ reproduce: build
 ## nightly: the nightly benchmarks (nightly/suite.yaml, docs/nightly.md): two-dc on the
 ## local, netns, docker and swarm backends, a three-DC point, ZooKeeper beside poled, a
 ## recovery point, poled vs ZooKeeper, and the simulator (each entry prints its planned
-## length, the progress line the ETA; root, a Docker engine, a swarm manager and Java: one
-## missing fails its entry, never skips it). NIGHTLY_FLAGS=--quick runs a reduced set with a history
+## length, the progress line the ETA; root, a Docker engine and Java: an entry this machine
+## cannot run is skipped, saying what to install, and fails only under CI=true; the swarm
+## entry makes a single-node swarm and leaves it). NIGHTLY_FLAGS=--quick runs a reduced set with a history
 ## of its own; NIGHTLY_FLAGS="--set intra-dc-rtt=3" plants a
 ## regression (never added to the history). bench.json and fidelity.md in NIGHTLY_DIR,
 ## compared with the last NIGHTLY_K nights of NIGHTLY_HISTORY (compare.md for a CI
-## summary), then added to the history and plotted (NIGHTLY_PLOTS). Fails on a missed
-## fidelity goal, a failed entry, a regression or a lost acknowledged write, after the
-## history and plots are written.
+## summary), then added to the history and plotted (NIGHTLY_PLOTS). Fails on a confident
+## miss of a fidelity goal (an inconclusive verdict does not fail), a failed entry, a
+## regression or a lost acknowledged write, after the history and plots are written.
 NIGHTLY_FLAGS   ?=
 NIGHTLY_KIND    := $(if $(filter --quick,$(NIGHTLY_FLAGS)),quick-,)
 NIGHTLY_HISTORY ?= results/nightly/$(NIGHTLY_KIND)history.jsonl
