@@ -74,8 +74,9 @@ const (
 	FidelitySkipped      = "skipped" // this machine cannot run the entry: the note says what it lacks
 )
 
-// Alpha is the significance level of the fidelity rules: a Student-t interval of
-// 1 − Alpha, a Mann-Whitney or Mann-Kendall test at Alpha.
+// Alpha is the significance level of the fidelity rules' tests (Mann-Whitney,
+// Mann-Kendall), and one minus the level of their intervals (analysis.Aggregate's
+// 95 %).
 const Alpha = 0.05
 
 // TrendAlpha is the significance level of the NoTrend check.
@@ -115,8 +116,9 @@ type HostVerdict struct {
 // Check is one quantity a fidelity verdict looked at, and the rule that judged it.
 type Check struct {
 	What string `json:"what"` // the metric (without the entry), or what was computed from which
-	// Value is the estimate judged: the mean of the windows judged, a ratio of
-	// medians, or a trend's p-value.
+	// Value is the estimate judged: the mean of the windows judged (with fewer than
+	// MinWindows, the median of those there are, or of all when none was trusted:
+	// shown, not judged), a ratio of medians, or a trend's p-value.
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit,omitempty"`
 	Bound string  `json:"bound"` // e.g. "in [-1, +1]", "≥ 1", "no trend: p ≥ 0.05"
