@@ -14,7 +14,7 @@ import (
 // more goroutines than cores, the interleavings of a preempted helper: every window
 // must step every partition exactly once, and a lost count fails within the stall
 // bound instead of hanging. (With done reset after next, the order that made runs on
-// several workers hang, it fails here within a second.)
+// several workers hang, it fails here within the 5 s stall bound.)
 func TestWindowsHandOff(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(8, 4*runtime.NumCPU())))
 	for _, c := range []struct{ parts, helpers int }{{2, 1}, {3, 2}, {9, 1}, {9, 8}} {
