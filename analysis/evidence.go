@@ -18,6 +18,7 @@ import (
 
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 )
 
 // The evidence behind a figure is one run's directory, read back as a reader would
@@ -27,8 +28,8 @@ import (
 type RunData struct {
 	Dir     string
 	Summary *Summary
-	Series  *Series  // timeseries.csv
-	Events  []Record // events.jsonl
+	Series  *Series         // timeseries.csv
+	Events  []record.Record // events.jsonl
 	// Stalls are the host's stalls (hiccups.csv); HostMeasured is false when the run
 	// has no hiccups.csv (the simulator, or a run from before the meter).
 	Stalls       []HostStall
@@ -52,7 +53,7 @@ func ReadRun(dir string) (*RunData, error) {
 	if rd.Series, err = ReadSeriesCSV(filepath.Join(dir, "timeseries.csv")); err != nil {
 		return nil, err
 	}
-	if rd.Events, err = ReadEvents(filepath.Join(dir, "events.jsonl")); err != nil {
+	if rd.Events, err = record.ReadEvents(filepath.Join(dir, "events.jsonl")); err != nil {
 		return nil, err
 	}
 	if rd.Stalls, err = ReadStalls(filepath.Join(dir, "hiccups.csv")); err == nil {
@@ -198,7 +199,7 @@ type FaultSpan struct {
 // Faults reads every fault of a run off its timeline: the crash until the new
 // leader's first commit, each kill until its restart, each cut of links until it is
 // healed, each pause until it resumes (the end of the run, end, when it never is).
-func Faults(tl []Record, end time.Duration) []FaultSpan {
+func Faults(tl []record.Record, end time.Duration) []FaultSpan {
 	var out []FaultSpan
 	open := map[string]int{} // kind/server -> index in out, while open
 	key := func(kind string, server int) string { return fmt.Sprintf("%s/%d", kind, server) }
@@ -209,7 +210,7 @@ func Faults(tl []Record, end time.Duration) []FaultSpan {
 		}
 	}
 	for _, r := range tl {
-		if r.Source != SourceHarness || r.Error != "" {
+		if r.Source != record.SourceHarness || r.Error != "" {
 			continue
 		}
 		f := string(r.Fault)
@@ -268,7 +269,7 @@ func Faults(tl []Record, end time.Duration) []FaultSpan {
 // End is the run's end on its clock: LOAD_END, else the last point of its series.
 func (rd *RunData) End() time.Duration {
 	for _, r := range rd.Events {
-		if r.Kind == event.LoadEnd && r.Source == SourceHarness {
+		if r.Kind == event.LoadEnd && r.Source == record.SourceHarness {
 			return r.At()
 		}
 	}

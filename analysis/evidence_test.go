@@ -13,22 +13,23 @@ import (
 
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 )
 
 // faultTimeline is a recovery run's harness records: p1 killed at 4 s, restarted cut off
 // at 14 s and rejoined at the crash of p5 at 15 s, p4 committing first at 15.5 s; a
 // partition from 20 to 22 s, a pause of p2 from 24 to 25 s, and a fault kind no code
 // knows at 26 s.
-func faultTimeline() []Record {
-	h := func(at float64, kind event.Kind, server int, fault nemesis.Kind) Record {
-		r := HarnessRecord(time.Duration(at*float64(time.Second)), kind, server, nil)
+func faultTimeline() []record.Record {
+	h := func(at float64, kind event.Kind, server int, fault nemesis.Kind) record.Record {
+		r := record.Harness(time.Duration(at*float64(time.Second)), kind, server, nil)
 		r.Fault = fault
 		return r
 	}
-	node := func(at float64, kind event.Kind, server int) Record {
-		return Record{AtMS: at * 1000, Event: event.Event{Kind: kind, Server: server}, Source: SourceNode}
+	node := func(at float64, kind event.Kind, server int) record.Record {
+		return record.Record{AtMS: at * 1000, Event: event.Event{Kind: kind, Server: server}, Source: record.SourceNode}
 	}
-	return []Record{
+	return []record.Record{
 		h(0, event.LoadStart, 0, ""),
 		h(4, event.Kill, 1, nemesis.Kill),
 		h(14, event.Partition, 1, nemesis.Outdate),
@@ -75,8 +76,8 @@ func TestFaults(t *testing.T) {
 
 func writeRun(t *testing.T, dir string, withStall bool) {
 	t.Helper()
-	var recs []Record = faultTimeline()
-	if err := WriteEvents(filepath.Join(dir, "events.jsonl"), recs); err != nil {
+	var recs []record.Record = faultTimeline()
+	if err := record.WriteEvents(filepath.Join(dir, "events.jsonl"), recs); err != nil {
 		t.Fatal(err)
 	}
 	s := &Series{Bucket: 250 * time.Millisecond, DCs: []string{"D1", "D2"}, Points: map[string][]Point{}}

@@ -1,10 +1,8 @@
 package analysis
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,117 +10,9 @@ import (
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/model"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/score"
 )
-
-// Sources of a timeline record.
-const (
-	SourceHarness = "harness"
-	SourceNode    = "node"
-)
-
-// Record is one line of events.jsonl: a node's event or something the harness did, on
-// the run's clock (ms from the start of the load).
-type Record struct {
-	AtMS float64 `json:"at_ms"`
-	event.Event
-	Source string `json:"source"` // SourceHarness or SourceNode
-	// Fault is the nemesis kind behind a harness KILL or RESTART (crash, kill, restart).
-	Fault nemesis.Kind `json:"fault,omitempty"`
-	Error string       `json:"error,omitempty"`
-}
-
-// At is the record's instant on the run's clock.
-func (r Record) At() time.Duration { return time.Duration(r.AtMS * float64(time.Millisecond)) }
-
-// HarnessRecord is what the harness did at at (from the start of the load).
-func HarnessRecord(at time.Duration, kind event.Kind, server int, err error) Record {
-	r := Record{AtMS: ms(at), Event: event.Event{Kind: kind, Server: server}, Source: SourceHarness}
-	if err != nil {
-		r.Error = err.Error()
-	}
-	return r
-}
-
-// FaultRecord is an executed fault: a KILL (for a crash too), a RESTART, a PARTITION
-// (links cut) or a HEAL; the nemesis kind is kept beside.
-func FaultRecord(e nemesis.Executed) Record {
-	kind := event.Restart
-	switch {
-	case e.Stops():
-		kind = event.Kill
-	case e.Cuts():
-		kind = event.Partition
-	case e.Restores():
-		kind = event.Heal
-	case e.Kind == nemesis.Pause:
-		kind = event.Pause
-	case e.Kind == nemesis.Resume:
-		kind = event.Resume
-	case e.Kind == nemesis.SlowDisk:
-		kind = event.SlowDisk
-	}
-	r := HarnessRecord(e.Issued, kind, e.Server, e.Err)
-	r.Fault = e.Kind
-	return r
-}
-
-// Timeline merges harness records with the nodes' events (stamped in wall-clock time)
-// into one list ordered by time, on the clock of a load that started at start.
-func Timeline(start time.Time, harness []Record, nodes map[int][]event.Event) []Record {
-	all := slices.Clone(harness)
-	for _, id := range slices.Sorted(maps.Keys(nodes)) {
-		for _, e := range nodes[id] {
-			all = append(all, Record{AtMS: ms(e.Time().Sub(start)), Event: e, Source: SourceNode})
-		}
-	}
-	slices.SortStableFunc(all, func(a, b Record) int {
-		switch {
-		case a.AtMS < b.AtMS:
-			return -1
-		case a.AtMS > b.AtMS:
-			return 1
-		}
-		return 0
-	})
-	return all
-}
-
-// WriteEvents writes a timeline as events.jsonl.
-func WriteEvents(path string, tl []Record) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("analysis: %w", err)
-	}
-	enc := json.NewEncoder(f)
-	for _, r := range tl {
-		if err := enc.Encode(r); err != nil {
-			f.Close()
-			return fmt.Errorf("analysis: writing %s: %w", path, err)
-		}
-	}
-	return f.Close()
-}
-
-// ReadEvents reads an events.jsonl.
-func ReadEvents(path string) ([]Record, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("analysis: %w", err)
-	}
-	var out []Record
-	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
-			continue
-		}
-		var r Record
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			return nil, fmt.Errorf("analysis: %s:%d: %w", path, i+1, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
 
 // FindEvents reads a run's instants off its timeline. The crash is the harness KILL the
 // nemesis marked as the crash; the new leader is the server whose FIRST_COMMIT comes
@@ -130,14 +20,14 @@ func ReadEvents(path string) ([]Record, error) {
 // election zxids are what each server last proposed (ELECTION) between the crash and
 // that LEADING, or before the crash if it was still looking then. base carries the fields the timeline does not give (warm-up end, end,
 // initial leader).
-func FindEvents(tl []Record, base Events) Events {
+func FindEvents(tl []record.Record, base Events) Events {
 	ev := base
 	crash := -1.0
 	for _, r := range tl {
-		if r.Source == SourceHarness && r.Fault != "" && r.Error != "" {
+		if r.Source == record.SourceHarness && r.Fault != "" && r.Error != "" {
 			ev.FailedFaults = append(ev.FailedFaults, fmt.Sprintf("%s of p%d at %.1f s: %s", r.Fault, r.Server, r.AtMS/1000, r.Error))
 		}
-		if crash < 0 && r.Source == SourceHarness && r.Fault == nemesis.Crash && r.Error == "" {
+		if crash < 0 && r.Source == record.SourceHarness && r.Fault == nemesis.Crash && r.Error == "" {
 			crash = r.AtMS
 		}
 	}
@@ -145,10 +35,10 @@ func FindEvents(tl []Record, base Events) Events {
 		return ev
 	}
 	ev.Crash = time.Duration(crash * float64(time.Millisecond))
-	var first *Record
+	var first *record.Record
 	for i := range tl {
 		r := &tl[i]
-		if r.Source == SourceNode && r.Kind == event.FirstCommit && r.AtMS > crash {
+		if r.Source == record.SourceNode && r.Kind == event.FirstCommit && r.AtMS > crash {
 			first = r
 			break // the timeline is in time order
 		}
@@ -160,7 +50,7 @@ func FindEvents(tl []Record, base Events) Events {
 	ev.FirstCommit = first.At()
 	leading := -1.0
 	for _, r := range tl {
-		if r.Source == SourceNode && r.Server == first.Server && r.Kind == event.Leading && r.AtMS > crash && r.AtMS <= first.AtMS {
+		if r.Source == record.SourceNode && r.Server == first.Server && r.Kind == event.Leading && r.AtMS > crash && r.AtMS <= first.AtMS {
 			leading = r.AtMS
 			ev.Leading = r.At()
 			ev.Leadings++
@@ -171,7 +61,7 @@ func FindEvents(tl []Record, base Events) Events {
 	// that election with the proposal it last made, though it made it before the crash.
 	looking := map[int]uint64{}
 	for _, r := range tl {
-		if r.Source != SourceNode || r.AtMS > crash {
+		if r.Source != record.SourceNode || r.AtMS > crash {
 			continue
 		}
 		switch r.Kind {
@@ -188,7 +78,7 @@ func FindEvents(tl []Record, base Events) Events {
 		ev.ElectionZxids[id] = z
 	}
 	for _, r := range tl {
-		if r.Source == SourceNode && r.Kind == event.Election && r.AtMS > crash && r.AtMS <= leading {
+		if r.Source == record.SourceNode && r.Kind == event.Election && r.AtMS > crash && r.AtMS <= leading {
 			if ev.ElectionZxids == nil {
 				ev.ElectionZxids = map[int]uint64{}
 			}

@@ -3,14 +3,13 @@ package analysis
 import (
 	"errors"
 	"math"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
@@ -18,13 +17,13 @@ import (
 )
 
 // node is a node's event at ms on the run's clock.
-func node(ms float64, server int, kind event.Kind, z zxid.Zxid) Record {
-	return Record{AtMS: ms, Event: event.Event{Server: server, Kind: kind, Zxid: z}, Source: SourceNode}
+func node(ms float64, server int, kind event.Kind, z zxid.Zxid) record.Record {
+	return record.Record{AtMS: ms, Event: event.Event{Server: server, Kind: kind, Zxid: z}, Source: record.SourceNode}
 }
 
-func fault(ms float64, k nemesis.Kind, server int, err error) Record {
+func fault(ms float64, k nemesis.Kind, server int, err error) record.Record {
 	at := time.Duration(ms * float64(time.Millisecond))
-	return FaultRecord(nemesis.Executed{Fault: nemesis.Fault{At: at, Kind: k, Server: server}, Issued: at, Err: err})
+	return record.Fault(nemesis.Executed{Fault: nemesis.Fault{At: at, Kind: k, Server: server}, Issued: at, Err: err})
 }
 
 func TestFindEvents(t *testing.T) {
@@ -32,16 +31,16 @@ func TestFindEvents(t *testing.T) {
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 	tests := []struct {
 		name string
-		tl   []Record
+		tl   []record.Record
 		want Events
 	}{
-		{"no crash", []Record{node(10, 5, event.Leading, 0), node(20, 5, event.FirstCommit, 1)}, base},
-		{"a kill that is not the crash does not count", []Record{
+		{"no crash", []record.Record{node(10, 5, event.Leading, 0), node(20, 5, event.FirstCommit, 1)}, base},
+		{"a kill that is not the crash does not count", []record.Record{
 			fault(1000, nemesis.Kill, 1, nil), node(1100, 5, event.FirstCommit, 9)}, base},
-		{"a failed crash does not count, and is named", []Record{
+		{"a failed crash does not count, and is named", []record.Record{
 			fault(15000, nemesis.Crash, 5, errors.New("gone")), node(15300, 4, event.FirstCommit, 9)},
 			Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, FailedFaults: []string{"crash of p5 at 15.0 s: gone"}}},
-		{"two-dc: p4 leads after the crash", []Record{
+		{"two-dc: p4 leads after the crash", []record.Record{
 			node(0, 5, event.Leading, 0x100000000),
 			fault(15000, nemesis.Crash, 5, nil),
 			node(15010, 4, event.Election, 0x100000010), node(15011, 3, event.Election, 0x100000010),
@@ -52,7 +51,7 @@ func TestFindEvents(t *testing.T) {
 		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
 			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450), Leadings: 1,
 			ElectionZxids: map[int]uint64{1: 0x100000010, 2: 0x10000000f, 3: 0x100000010, 4: 0x100000010}}},
-		{"a server looking since before the crash is in its election", []Record{
+		{"a server looking since before the crash is in its election", []record.Record{
 			node(0, 5, event.Leading, 0x100000000), node(0, 4, event.Following, 0),
 			node(14000, 4, event.Election, 0x100000005), node(14001, 4, event.Following, 0), // found p5 again
 			node(14467, 1, event.Election, 0x100000002), node(14468, 1, event.Looking, 0), // restarted, cut
@@ -62,13 +61,13 @@ func TestFindEvents(t *testing.T) {
 		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
 			Leading: ms(15200), Elected: ms(15200), FirstCommit: ms(15450), Leadings: 1,
 			ElectionZxids: map[int]uint64{1: 0x100000002, 4: 0x100000010}}},
-		{"the leader that commits first is the new one, its last LEADING counts", []Record{
+		{"the leader that commits first is the new one, its last LEADING counts", []record.Record{
 			fault(15000, nemesis.Crash, 5, nil),
 			node(15200, 3, event.Leading, 7), node(15300, 3, event.Looking, 0),
 			node(15500, 4, event.Leading, 7), node(15800, 4, event.FirstCommit, 8),
 		}, Events{WarmupEnd: base.WarmupEnd, End: base.End, InitialLeader: 5, Crash: ms(15000), NewLeader: 4,
 			Leading: ms(15500), Elected: ms(15500), FirstCommit: ms(15800), Leadings: 1}},
-		{"a leader that led twice before its first commit, and a failed outdate", []Record{
+		{"a leader that led twice before its first commit, and a failed outdate", []record.Record{
 			fault(14000, nemesis.Outdate, 1, errors.New("p5: cut: connection refused")),
 			fault(15000, nemesis.Crash, 5, nil),
 			node(15200, 1, event.Leading, 7), node(15900, 1, event.Looking, 0),
@@ -83,37 +82,6 @@ func TestFindEvents(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestTimelineMergesAndRoundTrips(t *testing.T) {
-	start := time.Unix(1000, 0)
-	nodes := map[int][]event.Event{
-		4: {{TimeNS: start.Add(2 * time.Second).UnixNano(), Server: 4, Kind: event.Leading}},
-		5: {{TimeNS: start.Add(-time.Second).UnixNano(), Server: 5, Kind: event.Started}},
-	}
-	harness := []Record{HarnessRecord(0, event.LoadStart, 0, nil), fault(1500, nemesis.Crash, 5, nil)}
-	tl := Timeline(start, harness, nodes)
-	var got []string
-	for _, r := range tl {
-		got = append(got, string(r.Kind)+"@"+time.Duration(r.AtMS*1e6).String())
-	}
-	if want := "STARTED@-1s LOAD_START@0s KILL@1.5s LEADING@2s"; strings.Join(got, " ") != want {
-		t.Fatalf("timeline %s, want %s", strings.Join(got, " "), want)
-	}
-	path := filepath.Join(t.TempDir(), "events.jsonl")
-	if err := WriteEvents(path, tl); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadEvents(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(back, tl) {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", back, tl)
-	}
-	if back[2].Fault != nemesis.Crash || back[2].Source != SourceHarness {
-		t.Errorf("the crash lost its kind: %+v", back[2])
 	}
 }
 

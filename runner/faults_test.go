@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster/swarm/swarmtest"
 	"github.com/polebench/polebench/cluster/zookeeper"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/spec"
 )
 
@@ -132,7 +132,7 @@ func faultsOn(t *testing.T, backend, faults, duration string) {
 	}
 	seen := map[nemesis.Kind]bool{}
 	for _, e := range runEvents(t, res.Dir) {
-		if e.Source != analysis.SourceHarness || e.Fault == "" {
+		if e.Source != record.SourceHarness || e.Fault == "" {
 			continue
 		}
 		if e.Error != "" {
@@ -186,7 +186,7 @@ func TestZooKeeperPause(t *testing.T) {
 	_ = sum
 	var pauses int
 	for _, e := range runEvents(t, dir) {
-		if e.Source == analysis.SourceHarness && (e.Kind == event.Pause || e.Kind == event.Resume) {
+		if e.Source == record.SourceHarness && (e.Kind == event.Pause || e.Kind == event.Resume) {
 			if e.Error != "" {
 				t.Errorf("%s: %s", e.Kind, e.Error)
 			}

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/workload"
 )
@@ -20,16 +20,16 @@ import (
 // restart watchers add to it).
 type harnessLog struct {
 	mu  sync.Mutex
-	log []analysis.Record
+	log []record.Record
 }
 
-func (h *harnessLog) add(r analysis.Record) {
+func (h *harnessLog) add(r record.Record) {
 	h.mu.Lock()
 	h.log = append(h.log, r)
 	h.mu.Unlock()
 }
 
-func (h *harnessLog) records() []analysis.Record {
+func (h *harnessLog) records() []record.Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.log)
@@ -211,7 +211,7 @@ func (r *repetitionRun) observer(cl cluster.Cluster, w *workload.Workload, serve
 			}
 		},
 		After: func(ctx context.Context, e nemesis.Executed) {
-			r.harness.add(analysis.FaultRecord(e))
+			r.harness.add(record.Fault(e))
 			r.log.Info(string(e.Kind), "server", e.Server, "err", e.Err)
 			switch {
 			case e.Stops():
@@ -221,7 +221,7 @@ func (r *repetitionRun) observer(cl cluster.Cluster, w *workload.Workload, serve
 				r.host.watchServer(cl, e.Server) // its new process
 				go func() {
 					if err := cluster.WaitServing(ctx, []cluster.Server{byID[e.Server]}, nil); err == nil {
-						r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.Serving, e.Server, nil))
+						r.harness.add(record.Harness(time.Since(r.start), event.Serving, e.Server, nil))
 						w.ServerUp(e.Server)
 					}
 				}()

@@ -25,6 +25,7 @@ import (
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/trial"
 	"github.com/polebench/polebench/workload"
@@ -232,7 +233,7 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 		}
 	}
 	r.start = time.Now()
-	r.harness.add(analysis.HarnessRecord(0, event.LoadStart, 0, nil))
+	r.harness.add(record.Harness(0, event.LoadStart, 0, nil))
 	runCtx, stopFaults := context.WithCancel(ctx)
 	faultsDone := make(chan struct{})
 	go func() {
@@ -250,11 +251,11 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 			if !in.Applied.IsZero() {
 				at = in.Applied.Sub(r.start)
 			}
-			r.harness.add(analysis.HarnessRecord(at, event.LinkChange, in.Self, in.Err))
+			r.harness.add(record.Harness(at, event.LinkChange, in.Self, in.Err))
 		})
 		if err != nil && runCtx.Err() == nil {
 			r.log.Warn("link schedules", "err", err)
-			r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.LinkChange, 0, err))
+			r.harness.add(record.Harness(time.Since(r.start), event.LinkChange, 0, err))
 		}
 	}()
 	progDone := make(chan struct{})
@@ -266,7 +267,7 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 		polls.Wait()
 	}()
 	wres, werr := w.RunFrom(ctx, r.start)
-	r.harness.add(analysis.HarnessRecord(time.Since(r.start), event.LoadEnd, 0, werr))
+	r.harness.add(record.Harness(time.Since(r.start), event.LoadEnd, 0, werr))
 	stopFaults()
 	<-faultsDone
 	<-schedDone
@@ -291,7 +292,7 @@ func (r *repetitionRun) execute(ctx context.Context, t *trial.Test, st *trial.St
 	if lost > 0 {
 		r.log.Warn("trace marks overwritten before they were read", "lost", lost)
 	}
-	h.Timeline = analysis.Timeline(r.start, r.harness.records(), r.nodes.all())
+	h.Timeline = record.Timeline(r.start, r.harness.records(), r.nodes.all())
 	h.Records, h.Marks, h.MarksStart = wres.Records, marks, netem.At(r.start)
 	h.RTTs = measuredRTTs(actx, cl)
 	h.Host = r.host.result(r.start)

@@ -24,6 +24,7 @@ import (
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
@@ -171,7 +172,7 @@ func runChecked(t *testing.T, s *spec.Spec, check func(sum *analysis.Summary, di
 // checkCausal: after the initial leader's crash, some server is LOOKING, then the new
 // leader is LEADING, then (poled) commits its first transaction, in that order on the
 // run's clock; and the election and recovery were measured.
-func checkCausal(t *testing.T, s *spec.Spec, sum *analysis.Summary, tl []analysis.Record) {
+func checkCausal(t *testing.T, s *spec.Spec, sum *analysis.Summary, tl []record.Record) {
 	t.Helper()
 	if s.CrashAt == 0 {
 		return
@@ -179,9 +180,9 @@ func checkCausal(t *testing.T, s *spec.Spec, sum *analysis.Summary, tl []analysi
 	var kill, looking, leading, first float64 = -1, -1, -1, -1
 	for _, e := range tl {
 		switch {
-		case e.Source == analysis.SourceHarness && e.Fault == nemesis.Crash && e.Kind == event.Kill:
+		case e.Source == record.SourceHarness && e.Fault == nemesis.Crash && e.Kind == event.Kill:
 			kill = e.AtMS
-		case kill < 0 || e.Source != analysis.SourceNode:
+		case kill < 0 || e.Source != record.SourceNode:
 		case e.Kind == event.Looking && looking < 0 && e.Server != s.InitialLeader:
 			looking = e.AtMS
 		case e.Kind == event.Leading && e.Server == sum.NewLeader && looking >= 0 && leading < 0:
@@ -316,13 +317,13 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 }
 
 // resynced says whether server id, following after the crash, reached SYNCED.
-func resynced(tl []analysis.Record, id int) bool {
+func resynced(tl []record.Record, id int) bool {
 	crashed, following := false, false
 	for _, r := range tl {
 		switch {
-		case r.Source == analysis.SourceHarness && r.Fault == nemesis.Crash:
+		case r.Source == record.SourceHarness && r.Fault == nemesis.Crash:
 			crashed = true
-		case !crashed || r.Source != analysis.SourceNode || r.Server != id:
+		case !crashed || r.Source != record.SourceNode || r.Server != id:
 		case r.Kind == event.Following:
 			following = true
 		case r.Kind == event.Synced && following:
@@ -466,9 +467,9 @@ func TestDockerOutdatedServer(t *testing.T) {
 	var killed, restart, started, synced float64
 	for _, e := range runEvents(t, dir) {
 		switch {
-		case e.Source == analysis.SourceHarness && e.Kind == event.Kill && e.Server == 1:
+		case e.Source == record.SourceHarness && e.Kind == event.Kill && e.Server == 1:
 			killed = e.AtMS
-		case e.Source == analysis.SourceHarness && e.Kind == event.Restart && e.Server == 1:
+		case e.Source == record.SourceHarness && e.Kind == event.Restart && e.Server == 1:
 			restart = e.AtMS
 		case killed > 0 && started == 0 && e.Server == 1 && e.Kind == event.Started:
 			if e.Zxid == 0 {
@@ -495,9 +496,9 @@ func runLabel(t *testing.T, dir string) string {
 	return v.Label
 }
 
-func runEvents(t *testing.T, dir string) []analysis.Record {
+func runEvents(t *testing.T, dir string) []record.Record {
 	t.Helper()
-	tl, err := analysis.ReadEvents(filepath.Join(dir, "events.jsonl"))
+	tl, err := record.ReadEvents(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -591,13 +592,13 @@ func TestPartition(t *testing.T) {
 	var cuts, heals int
 	for _, e := range runEvents(t, dir) {
 		switch {
-		case e.Source == analysis.SourceHarness && e.Kind == event.Partition && e.Error == "":
+		case e.Source == record.SourceHarness && e.Kind == event.Partition && e.Error == "":
 			cuts++
-		case e.Source == analysis.SourceHarness && e.Kind == event.Heal && e.Error == "":
+		case e.Source == record.SourceHarness && e.Kind == event.Heal && e.Error == "":
 			heals++
-		case e.Source == analysis.SourceNode && e.Kind == event.Leading && e.Server <= 2 && e.AtMS >= 8000 && e.AtMS < 14000:
+		case e.Source == record.SourceNode && e.Kind == event.Leading && e.Server <= 2 && e.AtMS >= 8000 && e.AtMS < 14000:
 			t.Errorf("p%d of the cut-off minority leads at %.0f ms", e.Server, e.AtMS)
-		case e.Source == analysis.SourceNode && e.Kind == event.Leading && e.Server != 5 && e.AtMS > 0:
+		case e.Source == record.SourceNode && e.Kind == event.Leading && e.Server != 5 && e.AtMS > 0:
 			t.Logf("p%d took over at %.0f ms (the host's timing: see TestMajorityKeepsItsLeader)", e.Server, e.AtMS)
 		}
 	}
@@ -740,7 +741,7 @@ func TestLinkSchedule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tl, err := analysis.ReadEvents(filepath.Join(res.Dir, "events.jsonl"))
+			tl, err := record.ReadEvents(filepath.Join(res.Dir, "events.jsonl"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/datatree"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/workload"
 	"github.com/polebench/polebench/zkserver"
 )
@@ -89,7 +89,7 @@ func (s *Sim) load(ctx context.Context) {
 	for _, p := range s.all() {
 		p.start = s.now
 	}
-	s.harness = append(s.harness, analysis.HarnessRecord(0, event.LoadStart, 0, nil))
+	s.harness = append(s.harness, record.Harness(0, event.LoadStart, 0, nil))
 	// The links' schedules count from here, and change exactly at their instants.
 	for _, at := range s.cfg.Plan.Instants() {
 		changed := map[int]bool{}
@@ -97,7 +97,7 @@ func (s *Sim) load(ctx context.Context) {
 			changed[l[0]] = true
 		}
 		for _, id := range slices.Sorted(maps.Keys(changed)) {
-			s.harness = append(s.harness, analysis.HarnessRecord(at, event.LinkChange, id, nil))
+			s.harness = append(s.harness, record.Harness(at, event.LinkChange, id, nil))
 		}
 	}
 	byDC := map[string]*dcClient{}
@@ -140,7 +140,7 @@ func (s *Sim) load(ctx context.Context) {
 			r.end(workload.Unknown, why, datatree.Stat{})
 		}
 	}
-	s.harness = append(s.harness, analysis.HarnessRecord(s.since(), event.LoadEnd, 0, nil))
+	s.harness = append(s.harness, record.Harness(s.since(), event.LoadEnd, 0, nil))
 }
 
 func (s *Sim) inFlight() bool {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/trace"
 )
 
@@ -85,7 +85,7 @@ func TestKillRightAfterProposal(t *testing.T) {
 	}
 	elected := map[int]event.Event{}
 	for _, r := range res.Timeline {
-		if r.Source == analysis.SourceNode && r.Kind == event.Election && r.Server != 5 && r.TimeNS-base.UnixNano() > kill {
+		if r.Source == record.SourceNode && r.Kind == event.Election && r.Server != 5 && r.TimeNS-base.UnixNano() > kill {
 			if _, ok := elected[r.Server]; !ok {
 				elected[r.Server] = r.Event
 			}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/workload"
 )
 
@@ -22,7 +22,7 @@ func faultRun(t *testing.T, faults ...nemesis.Fault) *Result {
 		t.Fatalf("%v: unsafe %v, stuck %v", faults, unsafe, stuck)
 	}
 	for _, r := range res.Timeline {
-		if r.Source == analysis.SourceHarness && r.Error != "" {
+		if r.Source == record.SourceHarness && r.Error != "" {
 			t.Fatalf("%s failed: %s", r.Fault, r.Error)
 		}
 	}
@@ -52,11 +52,11 @@ func TestPauseLeader(t *testing.T) {
 	var pause, resume bool
 	for _, r := range res.Timeline {
 		switch {
-		case r.Source == analysis.SourceHarness && r.Kind == event.Pause:
+		case r.Source == record.SourceHarness && r.Kind == event.Pause:
 			pause = true
-		case r.Source == analysis.SourceHarness && r.Kind == event.Resume:
+		case r.Source == record.SourceHarness && r.Kind == event.Resume:
 			resume = true
-		case r.Source == analysis.SourceNode && r.Server == leader && r.At() > 2*time.Second+time.Millisecond && r.At() < 5*time.Second:
+		case r.Source == record.SourceNode && r.Server == leader && r.At() > 2*time.Second+time.Millisecond && r.At() < 5*time.Second:
 			t.Errorf("the paused p%d recorded %v", leader, r)
 		}
 	}

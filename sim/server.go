@@ -8,10 +8,10 @@ import (
 	"unsafe"
 	"weak"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/datatree"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/trace"
@@ -224,7 +224,7 @@ func (v *server) drain() {
 	if v.awaitServing {
 		v.awaitServing = false
 		v.markServing()
-		v.s.record(analysis.HarnessRecord(v.s.since(), event.Serving, v.id, nil))
+		v.s.record(record.Harness(v.s.since(), event.Serving, v.id, nil))
 	}
 }
 

@@ -20,11 +20,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/datatree"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/trace"
@@ -141,7 +141,7 @@ const (
 // Result is what a simulated run produced, in the shapes a real run's parts produce.
 type Result struct {
 	Records      []workload.Record
-	Timeline     []analysis.Record
+	Timeline     []record.Record
 	Verification *workload.Verification
 	RTTs         map[string]any // what each server's heartbeats measured, as rtts.json
 	RunID        string
@@ -187,7 +187,7 @@ type Sim struct {
 	parts int
 
 	start   int64 // when the load started
-	harness []analysis.Record
+	harness []record.Record
 	clients []*dcClient
 	reqs    []*request
 	open    int // requests not ended yet
@@ -202,7 +202,7 @@ type Sim struct {
 	win     *windows
 	idx     int
 	outbox  []handover
-	hrecs   []held[analysis.Record]
+	hrecs   []held[record.Record]
 	hlogs   []held[logged]
 	held    []logged
 	redoWhy string
@@ -718,7 +718,7 @@ func (s *Sim) finish(ctx context.Context) (*Result, error) {
 	}
 	return &Result{
 		Records:      recs,
-		Timeline:     analysis.Timeline(base.Add(time.Duration(s.start)), s.harness, nodes),
+		Timeline:     record.Timeline(base.Add(time.Duration(s.start)), s.harness, nodes),
 		Verification: ver,
 		RTTs:         rtts,
 		RunID:        s.runID,
@@ -826,7 +826,7 @@ func (s *Sim) server(id int) (*server, error) {
 
 func (s *Sim) observer() nemesis.Observer {
 	return nemesis.Observer{After: func(_ context.Context, e nemesis.Executed) {
-		s.harness = append(s.harness, analysis.FaultRecord(e))
+		s.harness = append(s.harness, record.Fault(e))
 		s.log.Info(string(e.Kind), "server", e.Server, "at", e.Issued, "err", e.Err)
 		if e.Err != nil {
 			return

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/record"
 )
 
 // A run on several cores (Config.Workers): each DC is a partition, a copy of the Sim
@@ -375,7 +375,7 @@ func (w *windows) meet() {
 			return
 		}
 	}
-	var recs []held[analysis.Record]
+	var recs []held[record.Record]
 	var logs []held[logged]
 	for _, p := range w.ps {
 		recs = append(recs, p.hrecs...)
@@ -453,9 +453,9 @@ func inOrder[T any](xs []held[T], rootNow int64) bool {
 
 // record adds a harness record (a server serving again), which a partition holds
 // until its window ends.
-func (s *Sim) record(r analysis.Record) {
+func (s *Sim) record(r record.Record) {
 	if s.inWindow() {
-		s.hrecs = append(s.hrecs, held[analysis.Record]{s.now, s.curPushed, s.curKey, r})
+		s.hrecs = append(s.hrecs, held[record.Record]{s.now, s.curPushed, s.curKey, r})
 		return
 	}
 	t := s.top()

@@ -6,6 +6,7 @@ import (
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/hiccup"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
 )
@@ -19,7 +20,7 @@ type History struct {
 	Links   string // how the links were emulated: "kernel", "user-space", "simulated"
 	Servers []cluster.Server
 
-	Timeline []analysis.Record // the servers' and the harness's events
+	Timeline []record.Record   // the servers' and the harness's events
 	Records  []workload.Record // every request
 	// Marks are each server's trace marks, in order, in pieces (the simulator's
 	// chunks); MarksStart is the run's zero on their clock.

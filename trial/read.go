@@ -13,6 +13,7 @@ import (
 
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
 )
@@ -28,7 +29,7 @@ func Read(dir string) (*Test, *History, error) {
 	var srv servers
 	errs := []error{readJSON(filepath.Join(dir, ServersFile), &srv)}
 	h.Backend, h.Flavor, h.Label, h.Links, h.Servers = srv.Backend, srv.Flavor, srv.Label, srv.Links, srv.Servers
-	if h.Timeline, err = analysis.ReadEvents(filepath.Join(dir, EventsFile)); err != nil {
+	if h.Timeline, err = record.ReadEvents(filepath.Join(dir, EventsFile)); err != nil {
 		errs = append(errs, err)
 	}
 	if h.Records, err = workload.LoadRecords(filepath.Join(dir, RecordsFile)); err != nil {

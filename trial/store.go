@@ -11,6 +11,7 @@ import (
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/workload"
 )
@@ -96,7 +97,7 @@ func (s *Store) Write(h *History) error {
 	h.Paths, h.Join = analysis.Join(h.Records, h.Marks, h.MarksStart)
 	errs := []error{
 		s.WriteServers(h),
-		analysis.WriteEvents(s.Path(EventsFile), h.Timeline),
+		record.WriteEvents(s.Path(EventsFile), h.Timeline),
 		writeJSON(s.Path(RTTsFile), h.RTTs),
 		analysis.WritePaths(s.Path(PathsFile), h.Paths),
 		writeJSON(s.Path(JoinFile), h.Join),

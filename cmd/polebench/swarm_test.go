@@ -16,6 +16,7 @@ import (
 	"github.com/polebench/polebench/cluster/swarm/swarmtest"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/trial"
 	"github.com/polebench/polebench/workload"
@@ -89,7 +90,7 @@ func TestSwarmRun(t *testing.T) {
 // new leader took over (its first commit after the crash) and clients had writes
 // acknowledged after that commit. It returns the run's instants and how many writes
 // were acknowledged after it.
-func servedAfterCrash(tl []analysis.Record, recs []workload.Record, initial int) (analysis.Events, int, error) {
+func servedAfterCrash(tl []record.Record, recs []workload.Record, initial int) (analysis.Events, int, error) {
 	ev := analysis.FindEvents(tl, analysis.Events{InitialLeader: initial})
 	switch {
 	case ev.Crash == 0:
@@ -114,21 +115,21 @@ func servedAfterCrash(tl []analysis.Record, recs []workload.Record, initial int)
 // TestServedAfterCrash: the claim fails for a run with no new leader, and for one
 // whose new leader acknowledged nothing.
 func TestServedAfterCrash(t *testing.T) {
-	crash := analysis.Record{AtMS: 12000, Event: event.Event{Kind: event.Kill, Server: 5}, Source: analysis.SourceHarness, Fault: nemesis.Crash}
-	leading := analysis.Record{AtMS: 12300, Event: event.Event{Kind: event.Leading, Server: 4}, Source: analysis.SourceNode}
-	first := analysis.Record{AtMS: 12400, Event: event.Event{Kind: event.FirstCommit, Server: 4}, Source: analysis.SourceNode}
+	crash := record.Record{AtMS: 12000, Event: event.Event{Kind: event.Kill, Server: 5}, Source: record.SourceHarness, Fault: nemesis.Crash}
+	leading := record.Record{AtMS: 12300, Event: event.Event{Kind: event.Leading, Server: 4}, Source: record.SourceNode}
+	first := record.Record{AtMS: 12400, Event: event.Event{Kind: event.FirstCommit, Server: 4}, Source: record.SourceNode}
 	ok := func(done time.Duration) workload.Record { return workload.Record{Outcome: workload.OK, Done: done} }
 	failed := workload.Record{Outcome: workload.Failed, Done: 13 * time.Second}
 	for _, c := range []struct {
 		name string
-		tl   []analysis.Record
+		tl   []record.Record
 		recs []workload.Record
 		want string // the error, "" for none
 	}{
-		{"served", []analysis.Record{crash, leading, first}, []workload.Record{ok(5 * time.Second), ok(13 * time.Second)}, ""},
-		{"no crash", []analysis.Record{leading, first}, []workload.Record{ok(13 * time.Second)}, "no crash"},
-		{"no new leader", []analysis.Record{crash, leading}, []workload.Record{ok(13 * time.Second)}, "no leader committed"},
-		{"nothing acknowledged after", []analysis.Record{crash, leading, first}, []workload.Record{ok(5 * time.Second), failed}, "no write acknowledged after p4's first commit"},
+		{"served", []record.Record{crash, leading, first}, []workload.Record{ok(5 * time.Second), ok(13 * time.Second)}, ""},
+		{"no crash", []record.Record{leading, first}, []workload.Record{ok(13 * time.Second)}, "no crash"},
+		{"no new leader", []record.Record{crash, leading}, []workload.Record{ok(13 * time.Second)}, "no leader committed"},
+		{"nothing acknowledged after", []record.Record{crash, leading, first}, []workload.Record{ok(5 * time.Second), failed}, "no write acknowledged after p4's first commit"},
 	} {
 		_, _, err := servedAfterCrash(c.tl, c.recs, 5)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
