@@ -162,10 +162,14 @@ func (r *repetitionRun) run(ctx context.Context) (*Repetition, error) {
 	if h == nil {
 		return nil, herr
 	}
-	if err := st.Write(h); err != nil {
+	d, err := trial.Derive(h)
+	if err != nil {
 		return nil, errors.Join(herr, err)
 	}
-	sum, err := trial.Analyse(r.dir, t, h, r.log)
+	if err := st.Write(h, d); err != nil {
+		return nil, errors.Join(herr, err)
+	}
+	sum, err := trial.Analyse(r.dir, t, h, d, r.log)
 	if err != nil {
 		return nil, errors.Join(herr, err)
 	}

@@ -40,10 +40,14 @@ func BenchmarkSimulated(b *testing.B) {
 			b.Fatal(err)
 		}
 		h := Simulated(t, res)
-		if err := st.Write(h); err != nil {
+		d, err := trial.Derive(h)
+		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := trial.Analyse(st.Dir(), t, h, log); err != nil {
+		if err := st.Write(h, d); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := trial.Analyse(st.Dir(), t, h, d, log); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,18 +11,19 @@ import (
 // Bucket is the width of the time series' buckets.
 const Bucket = 500 * time.Millisecond
 
-// Analyse analyses h, a history of t, into dir: summary.json, the time series, the
-// histograms and the plots. It reads nothing but t and h (what the store derived in h
-// included), so a run analysed live and its stored copy analysed later agree.
-func Analyse(dir string, t *Test, h *History, log *slog.Logger) (*analysis.Summary, error) {
+// Analyse analyses h, a history of t, and d, derived from it, into dir: summary.json,
+// the time series, the histograms and the plots. It reads nothing but t, h and d, so a
+// run analysed live (d from Derive) and its stored copy analysed later (d from Read)
+// agree.
+func Analyse(dir string, t *Test, h *History, d *Derived, log *slog.Logger) (*analysis.Summary, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sp := t.Spec
 	ev := analysis.FindEvents(h.Timeline, analysis.Events{WarmupEnd: sp.Workload.Warmup, End: sp.Duration, InitialLeader: sp.InitialLeader})
-	join := h.Join
+	join := d.Join
 	in := analysis.Input{Records: h.Records, Events: ev, OfferedRate: sp.Rates.Total, PayloadBytes: sp.Workload.PayloadBytes,
-		Host: h.HostInput, Paths: h.Paths, Join: &join}
+		Host: d.Host, Paths: d.Paths, Join: &join}
 	if pm, err := t.PathModel(); err != nil {
 		log.Warn("no model for the latency anatomy", "err", err)
 	} else {

@@ -1,6 +1,7 @@
 package trial
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/polebench/polebench/analysis"
@@ -30,11 +31,29 @@ type History struct {
 	Verification *workload.Verification
 	Host         *Host // nil where no host was measured (the simulator)
 
-	// What the store derives from the above and keeps (Store.Write), or read back
-	// (Read): the analysis reads these, so a stored run analyses as it did live.
-	Paths     []analysis.Path // the acknowledged writes' ways through the servers
-	Join      analysis.JoinStats
-	HostInput *analysis.HostInput
+}
+
+// Derived is what the analysis reads of a history beside the history itself, computed
+// from it once (Derive). The store keeps it and reads it back, since the trace marks the
+// join comes from are not kept; so a stored run analyses as it did live.
+type Derived struct {
+	Paths []analysis.Path // the acknowledged writes' ways through the servers
+	Join  analysis.JoinStats
+	Host  *analysis.HostInput // nil where no host was measured
+}
+
+// Derive joins h's records with its trace marks (the latency anatomy's paths) and puts
+// what its host did as the analysis takes it, rounded as the store writes it.
+func Derive(h *History) (*Derived, error) {
+	d := &Derived{}
+	d.Paths, d.Join = analysis.Join(h.Records, h.Marks, h.MarksStart)
+	if h.Host != nil {
+		var err error
+		if d.Host, err = hostInput(h.Host); err != nil {
+			return nil, fmt.Errorf("host: %w", err)
+		}
+	}
+	return d, nil
 }
 
 // Host is what the host did while the run went on: the hiccup meters' reports per

@@ -25,22 +25,34 @@ var hostColumns = []string{"t_ms", "period_ms", "cpu_busy_pct", "cpu_pressure_pc
 
 const waitPrefix = "wait_pct_"
 
+// stallColumns are hiccups.csv's columns.
+var stallColumns = []string{"process", "start_ms", "length_ms"}
+
 // writeHost writes what the host did: hiccups-<process>.hlog per process (the lateness
 // of every wake, one interval histogram per life), hiccups.csv (every stall over the
 // threshold) and host.csv (the host every 100 ms), all on the run's clock.
 func (s *Store) writeHost(h *Host) error {
-	at := func(ns int64) time.Duration { return time.Duration(ns - h.Start.UnixNano()) }
-	stalls := [][]string{{"process", "start_ms", "length_ms"}}
 	var errs []error
 	for _, p := range slices.Sorted(maps.Keys(h.Reports)) {
 		errs = append(errs, writeHiccupLog(s.Path("hiccups-"+p+".hlog"), h.Reports[p], h.Start))
+	}
+	stalls, host := hostRows(h)
+	errs = append(errs, writeCSV(s.Path(HiccupsFile), stalls), writeCSV(s.Path(HostFile), host))
+	return errors.Join(errs...)
+}
+
+// hostRows are hiccups.csv's and host.csv's rows, headers first: what the store writes
+// and what the analysis reads back, rounded as written.
+func hostRows(h *Host) (stalls, host [][]string) {
+	at := func(ns int64) time.Duration { return time.Duration(ns - h.Start.UnixNano()) }
+	stalls = [][]string{stallColumns}
+	for _, p := range slices.Sorted(maps.Keys(h.Reports)) {
 		for _, r := range h.Reports[p] {
 			for _, st := range r.Stalls {
 				stalls = append(stalls, []string{p, msStr(at(st.Start)), msStr(time.Duration(st.Len))})
 			}
 		}
 	}
-	errs = append(errs, writeCSV(s.Path(HiccupsFile), stalls))
 	// A column per watched process (its threads' run-queue wait, summed over them, as a
 	// share of the period), empty where it was not running.
 	watched := map[string]bool{}
@@ -54,7 +66,7 @@ func (s *Store) writeHost(h *Host) error {
 	for _, p := range procs {
 		header = append(header, waitPrefix+p)
 	}
-	rows := [][]string{header}
+	host = [][]string{header}
 	for _, x := range h.Samples {
 		row := []string{msStr(at(x.At)), num(x.PeriodMS), num(x.CPUBusyPct), num(x.CPUSomePct), num(x.GCPauseMS), num(x.GCCPUMS),
 			strconv.FormatInt(x.LinkMsgs, 10), num(x.LinkLateP99MS), num(x.LinkLateMaxMS)}
@@ -65,10 +77,24 @@ func (s *Store) writeHost(h *Host) error {
 			}
 			row = append(row, num(v))
 		}
-		rows = append(rows, row)
+		host = append(host, row)
 	}
-	errs = append(errs, writeCSV(s.Path(HostFile), rows))
-	return errors.Join(errs...)
+	return stalls, host
+}
+
+// hostInput is what the analysis takes of h: what readHost reads back once the store
+// wrote it, so that a run analysed live and its stored copy agree.
+func hostInput(h *Host) (*analysis.HostInput, error) {
+	stallRows, hostRows := hostRows(h)
+	stalls, err := newTable(HiccupsFile, stallRows, stallColumns)
+	if err != nil {
+		return nil, err
+	}
+	host, err := newTable(HostFile, hostRows, hostColumns)
+	if err != nil {
+		return nil, err
+	}
+	return parseHost(slices.Sorted(maps.Keys(h.Reports)), stalls, host)
 }
 
 // readHost reads what writeHost wrote, as the analysis takes it.
@@ -77,23 +103,31 @@ func readHost(dir string) (*analysis.HostInput, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &analysis.HostInput{}
+	var procs []string
 	for _, l := range logs {
-		in.Processes = append(in.Processes, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(l), "hiccups-"), ".hlog"))
+		procs = append(procs, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(l), "hiccups-"), ".hlog"))
 	}
-	slices.Sort(in.Processes)
-	stalls, err := readCSV(filepath.Join(dir, HiccupsFile), []string{"process", "start_ms", "length_ms"})
+	slices.Sort(procs)
+	stalls, err := readCSV(filepath.Join(dir, HiccupsFile), stallColumns)
 	if err != nil {
 		return nil, err
-	}
-	for _, r := range stalls.rows {
-		from, length := stalls.ms(r, 1), stalls.ms(r, 2)
-		in.Stalls = append(in.Stalls, analysis.HostStall{Process: r.f[0], From: from, To: from + length})
 	}
 	host, err := readCSV(filepath.Join(dir, HostFile), hostColumns)
 	if err != nil {
 		return nil, err
 	}
+	return parseHost(procs, stalls, host)
+}
+
+// parseHost is the analysis's host input from hiccups.csv and host.csv, read, and the
+// metered processes.
+func parseHost(procs []string, stalls, host *table) (*analysis.HostInput, error) {
+	in := &analysis.HostInput{Processes: procs}
+	for _, r := range stalls.rows {
+		from, length := stalls.ms(r, 1), stalls.ms(r, 2)
+		in.Stalls = append(in.Stalls, analysis.HostStall{Process: r.f[0], From: from, To: from + length})
+	}
+	var err error
 	for _, r := range host.rows {
 		x := analysis.HostSample{At: host.ms(r, 0), PeriodMS: host.num(r, 1), CPUBusyPct: host.num(r, 2), CPUSomePct: host.num(r, 3),
 			GCPauseMS: host.num(r, 4), LinkLateP99MS: host.num(r, 7), LinkLateMaxMS: host.num(r, 8)}
@@ -141,6 +175,11 @@ func readCSV(path string, want []string) (*table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return newTable(path, recs, want)
+}
+
+// newTable is the table of a CSV file's records, path's, whose header begins with want.
+func newTable(path string, recs [][]string, want []string) (*table, error) {
 	if len(recs) == 0 || len(recs[0]) < len(want) || !slices.Equal(recs[0][:len(want)], want) {
 		return nil, fmt.Errorf("%s:1: header: want %s", path, strings.Join(want, ","))
 	}

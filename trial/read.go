@@ -19,13 +19,14 @@ import (
 )
 
 // Read reads a stored run: its test (from the resolved spec, in dir or, for a
-// repetition rep<N>, in the set's directory above) and its history as the store kept it.
-func Read(dir string) (*Test, *History, error) {
+// repetition rep<N>, in the set's directory above), its history and what was derived
+// from it, as the store kept them.
+func Read(dir string) (*Test, *History, *Derived, error) {
 	t, err := readTest(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	h := &History{}
+	h, d := &History{}, &Derived{}
 	var srv servers
 	errs := []error{readJSON(filepath.Join(dir, ServersFile), &srv)}
 	h.Backend, h.Flavor, h.Label, h.Links, h.Servers = srv.Backend, srv.Flavor, srv.Label, srv.Links, srv.Servers
@@ -44,21 +45,21 @@ func Read(dir string) (*Test, *History, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 	}
-	if h.Paths, err = analysis.ReadPaths(filepath.Join(dir, PathsFile)); err != nil {
+	if d.Paths, err = analysis.ReadPaths(filepath.Join(dir, PathsFile)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := readJSON(filepath.Join(dir, JoinFile), &h.Join); err != nil {
+	if err := readJSON(filepath.Join(dir, JoinFile), &d.Join); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, HostFile)); err == nil {
-		if h.HostInput, err = readHost(dir); err != nil {
+		if d.Host, err = readHost(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, nil, fmt.Errorf("run %s: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("run %s: %w", dir, err)
 	}
-	return t, h, nil
+	return t, h, d, nil
 }
 
 // readTest is the test a run directory was made with.
@@ -104,11 +105,11 @@ func ReadSpec(dir string) (*spec.Spec, error) {
 // files; in a repetition set's directory, every repetition and the set's aggregate.
 func AnalyzeDir(dir string, log *slog.Logger) ([]*analysis.Summary, error) {
 	if _, err := os.Stat(filepath.Join(dir, EventsFile)); err == nil {
-		t, h, err := Read(dir)
+		t, h, d, err := Read(dir)
 		if err != nil {
 			return nil, err
 		}
-		sum, err := Analyse(dir, t, h, log)
+		sum, err := Analyse(dir, t, h, d, log)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}

@@ -76,16 +76,14 @@ func (s *Store) WriteServers(h *History) error {
 	return writeJSON(s.Path(ServersFile), servers{Backend: h.Backend, Flavor: h.Flavor, Label: h.Label, Links: h.Links, Servers: h.Servers})
 }
 
-// Write keeps h: its servers, timeline, RTTs, verification, records (unless they were
-// streamed), the join of its records and trace marks (which it sets in h.Paths and
-// h.Join) and what its host did (which it sets in h.HostInput, as stored, so that the
-// analysis of a run and of its stored copy agree).
-func (s *Store) Write(h *History) error {
+// Write keeps h and what was derived from it: its servers, timeline, RTTs,
+// verification, records (unless they were streamed), what its host did, and d's join.
+func (s *Store) Write(h *History, d *Derived) error {
 	written := make(chan error, 1)
 	if s.streamed {
 		written <- nil
 	} else {
-		// The records are written while the anatomy is joined (both only read them).
+		// The records are written while the rest is (both only read them).
 		go func() {
 			w, err := workload.CreateRecords(s.Path(RecordsFile))
 			if err == nil {
@@ -94,23 +92,18 @@ func (s *Store) Write(h *History) error {
 			written <- err
 		}()
 	}
-	h.Paths, h.Join = analysis.Join(h.Records, h.Marks, h.MarksStart)
 	errs := []error{
 		s.WriteServers(h),
 		record.WriteEvents(s.Path(EventsFile), h.Timeline),
 		writeJSON(s.Path(RTTsFile), h.RTTs),
-		analysis.WritePaths(s.Path(PathsFile), h.Paths),
-		writeJSON(s.Path(JoinFile), h.Join),
+		analysis.WritePaths(s.Path(PathsFile), d.Paths),
+		writeJSON(s.Path(JoinFile), d.Join),
 	}
 	if h.Verification != nil {
 		errs = append(errs, writeJSON(s.Path(VerificationFile), h.Verification))
 	}
 	if h.Host != nil {
-		err := s.writeHost(h.Host)
-		if err == nil {
-			h.HostInput, err = readHost(s.dir)
-		}
-		errs = append(errs, err)
+		errs = append(errs, s.writeHost(h.Host))
 	}
 	errs = append(errs, <-written)
 	return errors.Join(errs...)

@@ -1,8 +1,9 @@
 // Package trial is one run of an experiment, as Jepsen has it: the Test a spec becomes
 // (every part's configuration, built here and nowhere else), the History an execution
-// records (a real cluster's or the simulator's, alike), the Store that keeps both in the
-// run directory (its one writer), and Analyse, the analysis of a (Test, History) pair,
-// which `polebench analyze` repeats on a stored run.
+// records (a real cluster's or the simulator's, alike), what Derive computes from a
+// History once (the join of records and trace marks, the host as analysed), the Store
+// that writes all three into the run directory (its one writer) and reads them back, and
+// Analyse over them, which `polebench analyze` repeats on a stored run.
 package trial
 
 import (

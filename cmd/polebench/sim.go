@@ -141,5 +141,10 @@ func writeCheck(dir string, t *trial.Test, res *sim.Result) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(st.Write(runner.Simulated(t, res)), st.WriteJSON("faults.json", t.Faults), st.WriteJSON("digests.json", res.Digests))
+	h := runner.Simulated(t, res)
+	d, err := trial.Derive(h)
+	if err != nil {
+		return err
+	}
+	return errors.Join(st.Write(h, d), st.WriteJSON("faults.json", t.Faults), st.WriteJSON("digests.json", res.Digests))
 }

@@ -70,7 +70,7 @@ func TestSwarmRun(t *testing.T) {
 	if len(sum.LatencyMS["before"]) == 0 {
 		t.Error("no before window")
 	}
-	_, h, err := trial.Read(dir)
+	_, h, _, err := trial.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
