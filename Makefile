@@ -99,7 +99,7 @@ image:
 ## vmtest: boot Debian's cloud kernel in qemu and prove the kernel netem applier there,
 ## applied from outside and by poleds (CAP_NET_ADMIN only) to their own interfaces
 vmtest:
-	$(GO) run ./netem/vmtest/cmd/vmtest
+	$(GO) run ./vmtest/cmd/vmtest
 
 ## deps: the Debian packages the tests need (ZooKeeper, qemu and Debian's cloud kernel, ...)
 deps:

@@ -20,9 +20,9 @@ import (
 	"github.com/polebench/polebench/cluster/internal/bridge"
 	"github.com/polebench/polebench/cluster/internal/clustertest"
 	"github.com/polebench/polebench/netem"
-	"github.com/polebench/polebench/netem/vmtest"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/vmtest"
 )
 
 var (
@@ -228,7 +228,7 @@ func handshake(t *testing.T, ns netns.NsHandle, addr string) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// kernelInVM runs TestNetnsKernel inside qemu (see netem/vmtest): the guest is
+// kernelInVM runs TestNetnsKernel inside qemu (see vmtest): the guest is
 // this package's test binary built static, with a static poled appended to the
 // initramfs as /bin/poled.
 func kernelInVM(t *testing.T, why error) {

@@ -3,7 +3,7 @@
 // initramfs, boots qemu, streams the guest console, and exits 0 only when the guest
 // printed its PASS line. Run from the module root:
 //
-//	go run ./netem/vmtest/cmd/vmtest [flags] [-- guest flags]
+//	go run ./vmtest/cmd/vmtest [flags] [-- guest flags]
 //
 // Needs (Debian): qemu-system-x86 linux-image-cloud-amd64 busybox-static, and
 // xz-utils or zstd when the kernel's modules are compressed that way.
@@ -24,10 +24,10 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/netem"
-	"github.com/polebench/polebench/netem/vmtest"
+	"github.com/polebench/polebench/vmtest"
 )
 
-const guestPkg = "github.com/polebench/polebench/netem/vmtest/guest"
+const guestPkg = "github.com/polebench/polebench/vmtest/guest"
 
 type options struct {
 	kernel      string

@@ -18,7 +18,7 @@
 // of each new delay and one heartbeat of its instant, each with a negative control.
 // /init prints PassMarker or FailMarker and powers off.
 //
-//	go run ./netem/vmtest/cmd/vmtest            # from the module root
+//	go run ./vmtest/cmd/vmtest            # from the module root
 //
 // Without a usable /dev/kvm, qemu emulates in software (tcg) on a virtual clock
 // (-icount): the guest's timers then fire on time however loaded the host is, so
