@@ -310,14 +310,51 @@ func (c *Campaign) drawBars(dir string, rows []Row, metrics []string, title, bas
 	if sField == "" {
 		sVals = []string{""}
 	}
-	type cluster struct {
-		p      Point
-		g      Group
-		xv, sv string
-		si     int
-		at     float64
+	clusters := c.barClusters(rows, xField, sField, xVals, sVals)
+	if len(clusters) == 0 {
+		return nil, nil
 	}
-	var clusters []cluster
+	nb := len(metrics)
+	xl := FieldLabel(xField, xVals)
+	if sField != "" {
+		xl = FieldLabel(sField, sVals) + ", at each " + strings.SplitN(FieldLabel(xField, xVals), ":", 2)[0]
+	}
+	p := figure.New(title, xl, yLabel(metrics))
+	l := &barLayers{metrics: metrics, bw: min(0.8/float64(nb), 0.5), spots: &figure.Spots{}, colors: map[string]color.Color{}}
+	for _, cl := range clusters {
+		l.ticks = append(l.ticks, clusterTick(cl, xField, sField))
+		c.addBars(l, cl, xVals, sField)
+	}
+	leg, err := l.draw(p)
+	if err != nil {
+		return nil, err
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(l.ticks)
+	p.X.Min, p.X.Max = clusters[0].at-0.6, clusters[len(clusters)-1].at+0.6
+	p.Y.Min, p.Y.Max = 0, l.top*1.12
+	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
+	caption := "Bars: the mean of each point's runs"
+	if nb > 1 {
+		caption += ", one bar per " + map[bool]string{true: "data center", false: "window"}[strings.HasPrefix(barName(metrics, metrics[0]), "D") || barName(metrics, metrics[0]) == "all data centers"]
+	}
+	caption += "; whiskers: the 95 % Student-t interval (two runs or more); black dashes: the analytic model for the leader the runs elected; red crosses: the paper's values. Under each group, the leader its runs elected; runs that elected different leaders are separate groups, with their count. Each bar links to a run behind it."
+	return c.save(dir, p, leg, base, title, metrics, caption, l.spots, KindBars)
+}
+
+// barCluster is one group of bars: a point's runs that elected one leader, at its place
+// on the x axis.
+type barCluster struct {
+	p      Point
+	g      Group
+	xv, sv string
+	si     int
+	at     float64
+}
+
+// barClusters places a cluster per group of every point, x value by x value, the
+// series side by side at each.
+func (c *Campaign) barClusters(rows []Row, xField, sField string, xVals, sVals []string) []barCluster {
+	var clusters []barCluster
 	pos := 0.0
 	for xi, xv := range xVals {
 		if xi > 0 && sField != "" {
@@ -327,116 +364,131 @@ func (c *Campaign) drawBars(dir string, rows []Row, metrics []string, title, bas
 			for _, p := range c.pointsAt(xField, xv, sField, sv) {
 				for _, g := range Groups(rows, p) {
 					pos++
-					clusters = append(clusters, cluster{p, g, xv, sv, si, pos})
+					clusters = append(clusters, barCluster{p, g, xv, sv, si, pos})
 				}
 			}
 		}
 	}
-	if len(clusters) == 0 {
-		return nil, nil
+	return clusters
+}
+
+// clusterTick names a cluster under it: its series or x value, and whom its runs elected.
+func clusterTick(cl barCluster, xField, sField string) plot.Tick {
+	var lines []string
+	who := ""
+	if w := cl.g.Who(); w != "" {
+		who = "(" + w + ")"
 	}
-	nb := len(metrics)
-	bw := min(0.8/float64(nb), 0.5)
-	xl := FieldLabel(xField, xVals)
 	if sField != "" {
-		xl = FieldLabel(sField, sVals) + ", at each " + strings.SplitN(FieldLabel(xField, xVals), ":", 2)[0]
-	}
-	p := figure.New(title, xl, yLabel(metrics))
-	var bars figure.Bars
-	var errPts, modelPts, paperPts plotter.XYs
-	var errs plotter.YErrors
-	var texts []figure.Text
-	spots := &figure.Spots{}
-	var ticks []plot.Tick
-	top := 0.0
-	colors := map[string]color.Color{}
-	for _, cl := range clusters {
-		var lines []string
-		who := ""
-		if w := cl.g.Who(); w != "" {
-			who = "(" + w + ")"
-		}
-		if sField != "" {
-			lines = append(lines, strings.TrimSpace(cl.sv+" "+who))
-			if xField != "" {
-				lines = append(lines, valueLabel(xField, cl.xv))
-			}
-		} else {
+		lines = append(lines, strings.TrimSpace(cl.sv+" "+who))
+		if xField != "" {
 			lines = append(lines, valueLabel(xField, cl.xv))
-			if who != "" {
-				lines = append(lines, who)
-			}
 		}
-		ticks = append(ticks, plot.Tick{Value: cl.at, Label: strings.Join(lines, "\n")})
-		for mi, m := range metrics {
-			a := cl.g.Agg(m)
-			if a == nil {
-				continue
-			}
-			x := cl.at + (float64(mi)-float64(nb-1)/2)*bw
-			var col color.Color
-			switch {
-			case nb > 1:
-				_, dc, _, _ := latencyKey(m)
-				col = figure.DCColor(dc, mi)
-				if w, _, _, _ := latencyKey(m); w == "before" && !strings.HasPrefix(barName(metrics, m), "D") && dc == "all" {
-					col = figure.Lighter(color.Gray{Y: 90}, 0.45)
-				}
-				colors[barName(metrics, m)] = col
-			case sField != "":
-				col = figure.OracleColor(cl.sv, cl.si)
-			default:
-				col = figure.OracleColor(cl.xv, slices.Index(xVals, cl.xv))
-			}
-			bars = append(bars, figure.Bar{X: x, Width: bw * 0.92, Y: a.Mean, Color: figure.Lighter(col, 0.15)})
-			hi := a.Mean
-			if a.CI95 != nil {
-				errPts = append(errPts, plotter.XY{X: x, Y: a.Mean})
-				errs = append(errs, struct{ Low, High float64 }{a.CI95.HalfWidth, a.CI95.HalfWidth})
-				hi = a.CI95.High
-			}
-			model := cl.g.Agg(modelMetric(m))
-			if model != nil {
-				modelPts = append(modelPts, plotter.XY{X: x, Y: model.Mean})
-				hi = max(hi, model.Mean)
-			}
-			if v, _, ok := PaperValue(c.Name, m, at(cl.p)); ok {
-				paperPts = append(paperPts, plotter.XY{X: x, Y: v})
-				hi = max(hi, v)
-			}
-			top = max(top, hi)
-			texts = append(texts, figure.Text{X: x, Y: hi, DY: vg.Points(7), Text: strconv.FormatFloat(a.Mean, 'f', 1, 64)})
-			rep := cl.g.Representative(m)
-			spots.Add(x, a.Mean, runLink(cl.p, rep.Rep), spotTitle(cl.p, cl.g, m, a, model))
+	} else {
+		lines = append(lines, valueLabel(xField, cl.xv))
+		if who != "" {
+			lines = append(lines, who)
 		}
 	}
-	p.Add(bars)
+	return plot.Tick{Value: cl.at, Label: strings.Join(lines, "\n")}
+}
+
+// barLayers is what a bar figure draws, gathered cluster by cluster: the bars, their
+// intervals, the model's and the paper's values, the numbers over them, the links.
+type barLayers struct {
+	metrics                    []string
+	bw                         float64 // a bar's width
+	bars                       figure.Bars
+	errPts, modelPts, paperPts plotter.XYs
+	errs                       plotter.YErrors
+	texts                      []figure.Text
+	spots                      *figure.Spots
+	ticks                      []plot.Tick
+	top                        float64
+	colors                     map[string]color.Color // per bar name, for the legend
+}
+
+// addBars adds a cluster's bars, one per metric, with what goes over each.
+func (c *Campaign) addBars(l *barLayers, cl barCluster, xVals []string, sField string) {
+	nb := len(l.metrics)
+	for mi, m := range l.metrics {
+		a := cl.g.Agg(m)
+		if a == nil {
+			continue
+		}
+		x := cl.at + (float64(mi)-float64(nb-1)/2)*l.bw
+		col := l.color(m, mi, cl, xVals, sField)
+		l.bars = append(l.bars, figure.Bar{X: x, Width: l.bw * 0.92, Y: a.Mean, Color: figure.Lighter(col, 0.15)})
+		hi := a.Mean
+		if a.CI95 != nil {
+			l.errPts = append(l.errPts, plotter.XY{X: x, Y: a.Mean})
+			l.errs = append(l.errs, struct{ Low, High float64 }{a.CI95.HalfWidth, a.CI95.HalfWidth})
+			hi = a.CI95.High
+		}
+		model := cl.g.Agg(modelMetric(m))
+		if model != nil {
+			l.modelPts = append(l.modelPts, plotter.XY{X: x, Y: model.Mean})
+			hi = max(hi, model.Mean)
+		}
+		if v, _, ok := PaperValue(c.Name, m, at(cl.p)); ok {
+			l.paperPts = append(l.paperPts, plotter.XY{X: x, Y: v})
+			hi = max(hi, v)
+		}
+		l.top = max(l.top, hi)
+		l.texts = append(l.texts, figure.Text{X: x, Y: hi, DY: vg.Points(7), Text: strconv.FormatFloat(a.Mean, 'f', 1, 64)})
+		rep := cl.g.Representative(m)
+		l.spots.Add(x, a.Mean, runLink(cl.p, rep.Rep), spotTitle(cl.p, cl.g, m, a, model))
+	}
+}
+
+// color is metric m's bar's colour in cl: a data center's (or the before window's
+// grey) where there are several metrics, else the oracle's of the series or x value.
+func (l *barLayers) color(m string, mi int, cl barCluster, xVals []string, sField string) color.Color {
+	switch {
+	case len(l.metrics) > 1:
+		_, dc, _, _ := latencyKey(m)
+		col := figure.DCColor(dc, mi)
+		if w, _, _, _ := latencyKey(m); w == "before" && !strings.HasPrefix(barName(l.metrics, m), "D") && dc == "all" {
+			col = figure.Lighter(color.Gray{Y: 90}, 0.45)
+		}
+		l.colors[barName(l.metrics, m)] = col
+		return col
+	case sField != "":
+		return figure.OracleColor(cl.sv, cl.si)
+	default:
+		return figure.OracleColor(cl.xv, slices.Index(xVals, cl.xv))
+	}
+}
+
+// draw adds the layers to p, and returns their legend.
+func (l *barLayers) draw(p *plot.Plot) (*plot.Legend, error) {
+	p.Add(l.bars)
 	leg := figure.NewLegend()
-	if nb > 1 {
-		for _, m := range metrics {
-			if col, ok := colors[barName(metrics, m)]; ok {
-				leg.Add(barName(metrics, m), figure.Swatch{Color: figure.Lighter(col, 0.15)})
-				delete(colors, barName(metrics, m))
+	if len(l.metrics) > 1 {
+		for _, m := range l.metrics {
+			if col, ok := l.colors[barName(l.metrics, m)]; ok {
+				leg.Add(barName(l.metrics, m), figure.Swatch{Color: figure.Lighter(col, 0.15)})
+				delete(l.colors, barName(l.metrics, m))
 			}
 		}
 	} else {
 		leg.Add("mean of the runs", figure.Swatch{Color: color.Gray{Y: 200}})
 	}
-	if len(errPts) > 0 {
-		w, err := whiskers(errPts, errs, ink)
+	if len(l.errPts) > 0 {
+		w, err := whiskers(l.errPts, l.errs, ink)
 		if err != nil {
 			return nil, err
 		}
 		p.Add(w)
 		leg.Add("95 % interval", figure.Whisker{Color: ink})
 	}
-	if len(modelPts) > 0 {
-		d := figure.Dashes{XYs: modelPts, HalfX: bw * 0.5, Style: modelStyle}
+	if len(l.modelPts) > 0 {
+		d := figure.Dashes{XYs: l.modelPts, HalfX: l.bw * 0.5, Style: modelStyle}
 		p.Add(d)
 		leg.Add("model, for the leader elected", d)
 	}
-	if len(paperPts) > 0 {
-		s, err := plotter.NewScatter(paperPts)
+	if len(l.paperPts) > 0 {
+		s, err := plotter.NewScatter(l.paperPts)
 		if err != nil {
 			return nil, err
 		}
@@ -444,18 +496,9 @@ func (c *Campaign) drawBars(dir string, rows []Row, metrics []string, title, bas
 		p.Add(s)
 		leg.Add("the paper's value", s)
 	}
-	p.Add(figure.Texts{Items: texts, Style: figure.TextStyle(8, ink)})
-	p.Add(spots)
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.X.Min, p.X.Max = clusters[0].at-0.6, clusters[len(clusters)-1].at+0.6
-	p.Y.Min, p.Y.Max = 0, top*1.12
-	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
-	caption := "Bars: the mean of each point's runs"
-	if nb > 1 {
-		caption += ", one bar per " + map[bool]string{true: "data center", false: "window"}[strings.HasPrefix(barName(metrics, metrics[0]), "D") || barName(metrics, metrics[0]) == "all data centers"]
-	}
-	caption += "; whiskers: the 95 % Student-t interval (two runs or more); black dashes: the analytic model for the leader the runs elected; red crosses: the paper's values. Under each group, the leader its runs elected; runs that elected different leaders are separate groups, with their count. Each bar links to a run behind it."
-	return c.save(dir, p, leg, base, title, metrics, caption, spots, KindBars)
+	p.Add(figure.Texts{Items: l.texts, Style: figure.TextStyle(8, ink)})
+	p.Add(l.spots)
+	return leg, nil
 }
 
 func (c *Campaign) save(dir string, p *plot.Plot, leg *plot.Legend, base, title string, metrics []string, caption string, spots *figure.Spots, kind string) (*Figure, error) {
@@ -483,137 +526,190 @@ func (c *Campaign) drawLines(dir string, rows []Row, metric, title, base string)
 	}
 	p := figure.New(title, FieldLabel(xField, xVals), MetricLabel(metric))
 	leg := figure.NewLegend()
-	spots := &figure.Spots{}
-	var texts []figure.Text
-	var others, othersModel plotter.XYs
-	var paperAll []struct {
-		xy plotter.XY
-		c  color.Color
-	}
-	top := 0.0
+	f := &lineLayers{metric: metric, pos: pos, spots: &figure.Spots{}}
 	drawn := 0
-	modelled := false
-	mm := modelMetric(metric)
 	for si, sv := range sVals {
 		col := figure.OracleColor(sv, si)
 		off := 0.0
 		if len(sVals) > 1 {
 			off = (float64(si) - float64(len(sVals)-1)/2) * 0.012 * span
 		}
-		var main, model plotter.XYs
-		var errPts plotter.XYs
-		var errs plotter.YErrors
-		for _, xv := range xs {
-			for _, pt := range c.pointsAt(xField, xv, sField, sv) {
-				for gi, g := range Groups(rows, pt) {
-					a := g.Agg(metric)
-					if a == nil {
-						continue
-					}
-					x := pos[xv] + off
-					xy := plotter.XY{X: x, Y: a.Mean}
-					m := g.Agg(mm)
-					if gi == 0 {
-						main = append(main, xy)
-						if m != nil {
-							model = append(model, plotter.XY{X: x, Y: m.Mean})
-						}
-					} else {
-						others = append(others, xy)
-						if m != nil {
-							othersModel = append(othersModel, plotter.XY{X: x, Y: m.Mean})
-						}
-					}
-					top = max(top, a.Mean)
-					if m != nil {
-						top = max(top, m.Mean)
-					}
-					if a.CI95 != nil {
-						errPts = append(errPts, xy)
-						errs = append(errs, struct{ Low, High float64 }{a.CI95.HalfWidth, a.CI95.HalfWidth})
-						top = max(top, a.CI95.High)
-					}
-					if g.Split() {
-						texts = append(texts, figure.Text{X: x, Y: a.Mean, DY: vg.Points(6), Text: fmt.Sprintf("p%d: %d of %d", g.Leader, len(g.Rows), g.Of)})
-					}
-					rep := g.Representative(metric)
-					spots.Add(x, a.Mean, runLink(pt, rep.Rep), spotTitle(pt, g, metric, a, m))
-				}
-				if v, _, ok := PaperValue(c.Name, metric, at(pt)); ok {
-					paperAll = append(paperAll, struct {
-						xy plotter.XY
-						c  color.Color
-					}{plotter.XY{X: pos[xv], Y: v}, col})
-					top = max(top, v)
-				}
-			}
-		}
-		if len(main) == 0 {
+		s := c.gatherSeries(f, rows, xField, sField, sv, xs, off, col)
+		if len(s.main) == 0 {
 			continue
 		}
 		drawn++
-		l, err := plotter.NewLine(main)
-		if err != nil {
+		if err := f.drawSeries(p, leg, s, sv, col); err != nil {
 			return nil, err
-		}
-		l.Color, l.Width = col, vg.Points(1.8)
-		sc, err := plotter.NewScatter(main)
-		if err != nil {
-			return nil, err
-		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
-		p.Add(l, sc)
-		name := sv
-		if name == "" {
-			name = "mean of the runs"
-		}
-		leg.Add(name, l, sc)
-		if len(errPts) > 0 {
-			w, err := whiskers(errPts, errs, col)
-			if err != nil {
-				return nil, err
-			}
-			p.Add(w)
-		}
-		if len(model) > 0 {
-			modelled = true
-			ml, err := plotter.NewLine(model)
-			if err != nil {
-				return nil, err
-			}
-			ml.Color, ml.Width = col, vg.Points(1.2)
-			ml.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-			p.Add(ml)
-			p.Add(figure.Dashes{XYs: model, HalfLen: vg.Points(6), Style: draw.LineStyle{Color: col, Width: vg.Points(1.6)}})
 		}
 	}
 	if drawn == 0 {
 		return nil, nil
 	}
-	grey := color.Gray{Y: 70}
-	if len(others) > 0 {
-		sc, err := plotter.NewScatter(others)
+	if err := f.draw(p, leg); err != nil {
+		return nil, err
+	}
+	var ticks []plot.Tick
+	for _, xv := range xs {
+		ticks = append(ticks, plot.Tick{Value: pos[xv], Label: strconv.FormatFloat(pos[xv], 'f', -1, 64)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.X.Min, p.X.Max = lo-0.06*span, hi+0.06*span
+	p.Y.Min, p.Y.Max = 0, f.top*1.1
+	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
+	caption := "Each line: one oracle's mean over its runs at each " + strings.SplitN(FieldLabel(xField, xVals), ":", 2)[0] +
+		"; whiskers: the 95 % Student-t interval (two runs or more); dashed: the analytic model for the leader the runs elected; crosses: the paper's values. " +
+		"Runs that elected another leader than most of their point's are a grey triangle of their own, labelled with the leader and the count; the line goes through the most common leader's. Each point links to a run behind it."
+	return c.save(dir, p, leg, base, title, []string{metric}, caption, f.spots, KindLines)
+}
+
+// lineLayers is what a line figure draws beside each series' line, gathered series by
+// series: the runs that elected another leader than most of their point's, the paper's
+// values, the split groups' labels, the links.
+type lineLayers struct {
+	metric              string
+	pos                 map[string]float64 // each x value's place
+	texts               []figure.Text
+	spots               *figure.Spots
+	others, othersModel plotter.XYs
+	paper               []paperMark
+	top                 float64
+	modelled            bool // a model line or dash was drawn
+}
+
+// paperMark is one of the paper's values, in its series' colour.
+type paperMark struct {
+	xy plotter.XY
+	c  color.Color
+}
+
+// lineSeries is one series' line through its points' most common leaders, the model
+// for them and their intervals.
+type lineSeries struct {
+	main, model, errPts plotter.XYs
+	errs                plotter.YErrors
+}
+
+// gatherSeries gathers series sv's points at each x of xs (offset by off), adding what is
+// not its line to f.
+func (c *Campaign) gatherSeries(f *lineLayers, rows []Row, xField, sField, sv string, xs []string, off float64, col color.Color) lineSeries {
+	var s lineSeries
+	for _, xv := range xs {
+		for _, pt := range c.pointsAt(xField, xv, sField, sv) {
+			for gi, g := range Groups(rows, pt) {
+				f.addGroup(&s, pt, gi, g, f.pos[xv]+off)
+			}
+			if v, _, ok := PaperValue(c.Name, f.metric, at(pt)); ok {
+				f.paper = append(f.paper, paperMark{plotter.XY{X: f.pos[xv], Y: v}, col})
+				f.top = max(f.top, v)
+			}
+		}
+	}
+	return s
+}
+
+// addGroup adds group gi of point pt at x: to s's line if it is the point's most common
+// leader's, else to the others.
+func (f *lineLayers) addGroup(s *lineSeries, pt Point, gi int, g Group, x float64) {
+	a := g.Agg(f.metric)
+	if a == nil {
+		return
+	}
+	xy := plotter.XY{X: x, Y: a.Mean}
+	m := g.Agg(modelMetric(f.metric))
+	if gi == 0 {
+		s.main = append(s.main, xy)
+		if m != nil {
+			s.model = append(s.model, plotter.XY{X: x, Y: m.Mean})
+		}
+	} else {
+		f.others = append(f.others, xy)
+		if m != nil {
+			f.othersModel = append(f.othersModel, plotter.XY{X: x, Y: m.Mean})
+		}
+	}
+	f.top = max(f.top, a.Mean)
+	if m != nil {
+		f.top = max(f.top, m.Mean)
+	}
+	if a.CI95 != nil {
+		s.errPts = append(s.errPts, xy)
+		s.errs = append(s.errs, struct{ Low, High float64 }{a.CI95.HalfWidth, a.CI95.HalfWidth})
+		f.top = max(f.top, a.CI95.High)
+	}
+	if g.Split() {
+		f.texts = append(f.texts, figure.Text{X: x, Y: a.Mean, DY: vg.Points(6), Text: fmt.Sprintf("p%d: %d of %d", g.Leader, len(g.Rows), g.Of)})
+	}
+	rep := g.Representative(f.metric)
+	f.spots.Add(x, a.Mean, runLink(pt, rep.Rep), spotTitle(pt, g, f.metric, a, m))
+}
+
+// drawSeries draws series sv's line, its points, its intervals and its model in col.
+func (f *lineLayers) drawSeries(p *plot.Plot, leg *plot.Legend, s lineSeries, sv string, col color.Color) error {
+	l, err := plotter.NewLine(s.main)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width = col, vg.Points(1.8)
+	sc, err := plotter.NewScatter(s.main)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: draw.CircleGlyph{}}
+	p.Add(l, sc)
+	name := sv
+	if name == "" {
+		name = "mean of the runs"
+	}
+	leg.Add(name, l, sc)
+	if len(s.errPts) > 0 {
+		w, err := whiskers(s.errPts, s.errs, col)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		p.Add(w)
+	}
+	if len(s.model) > 0 {
+		f.modelled = true
+		ml, err := plotter.NewLine(s.model)
+		if err != nil {
+			return err
+		}
+		ml.Color, ml.Width = col, vg.Points(1.2)
+		ml.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(ml)
+		p.Add(figure.Dashes{XYs: s.model, HalfLen: vg.Points(6), Style: draw.LineStyle{Color: col, Width: vg.Points(1.6)}})
+	}
+	return nil
+}
+
+// draw adds what is not a series' line, after them: the other leaders' runs, the
+// model's legend, the paper's values, the labels and the links.
+func (f *lineLayers) draw(p *plot.Plot, leg *plot.Legend) error {
+	grey := color.Gray{Y: 70}
+	if len(f.others) > 0 {
+		sc, err := plotter.NewScatter(f.others)
+		if err != nil {
+			return err
 		}
 		sc.GlyphStyle = draw.GlyphStyle{Color: grey, Radius: vg.Points(4.5), Shape: draw.TriangleGlyph{}}
 		p.Add(sc)
 		leg.Add("runs that elected another leader", sc)
-		if len(othersModel) > 0 {
-			modelled = true
-			p.Add(figure.Dashes{XYs: othersModel, HalfLen: vg.Points(6), Style: draw.LineStyle{Color: grey, Width: vg.Points(1.6)}})
+		if len(f.othersModel) > 0 {
+			f.modelled = true
+			p.Add(figure.Dashes{XYs: f.othersModel, HalfLen: vg.Points(6), Style: draw.LineStyle{Color: grey, Width: vg.Points(1.6)}})
 		}
 	}
-	if modelled {
+	if f.modelled {
 		dl, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
 		dl.Color, dl.Width, dl.Dashes = grey, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}
 		leg.Add("model, for the leader elected", dl)
 	}
-	if len(paperAll) > 0 {
-		for _, pa := range paperAll {
+	if len(f.paper) > 0 {
+		for _, pa := range f.paper {
 			s, err := plotter.NewScatter(plotter.XYs{pa.xy})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.GlyphStyle = figure.Cross(pa.c)
 			p.Add(s)
@@ -622,20 +718,9 @@ func (c *Campaign) drawLines(dir string, rows []Row, metric, title, base string)
 		s.GlyphStyle = figure.Cross(grey)
 		leg.Add("the paper's value", s)
 	}
-	p.Add(figure.Texts{Items: texts, Style: figure.TextStyle(8, ink)})
-	p.Add(spots)
-	var ticks []plot.Tick
-	for _, xv := range xs {
-		ticks = append(ticks, plot.Tick{Value: pos[xv], Label: strconv.FormatFloat(pos[xv], 'f', -1, 64)})
-	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.X.Min, p.X.Max = lo-0.06*span, hi+0.06*span
-	p.Y.Min, p.Y.Max = 0, top*1.1
-	p.Y.Tick.Marker = plot.TickerFunc(figure.NiceTicks)
-	caption := "Each line: one oracle's mean over its runs at each " + strings.SplitN(FieldLabel(xField, xVals), ":", 2)[0] +
-		"; whiskers: the 95 % Student-t interval (two runs or more); dashed: the analytic model for the leader the runs elected; crosses: the paper's values. " +
-		"Runs that elected another leader than most of their point's are a grey triangle of their own, labelled with the leader and the count; the line goes through the most common leader's. Each point links to a run behind it."
-	return c.save(dir, p, leg, base, title, []string{metric}, caption, spots, KindLines)
+	p.Add(figure.Texts{Items: f.texts, Style: figure.TextStyle(8, ink)})
+	p.Add(f.spots)
+	return nil
 }
 
 func cmpFloat(a, b float64) int { return cmp.Compare(a, b) }
