@@ -1,22 +1,13 @@
 package analysis
 
 import (
-	"encoding/csv"
 	"fmt"
-	"github.com/polebench/polebench/model"
-	"io"
-	"iter"
-	"maps"
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"time"
 
-	"github.com/polebench/polebench/csvfile"
-	"github.com/polebench/polebench/trace"
-	"github.com/polebench/polebench/workload"
-	"github.com/polebench/polebench/zxid"
+	"github.com/polebench/polebench/model"
 )
 
 // The anatomy of a write's latency: the instants it passed on its way, from the
@@ -96,379 +87,6 @@ func (p *Path) FollowerHold() time.Duration {
 // Latency is done − intended: the sum of the phases.
 func (p *Path) Latency() time.Duration { return p.At[StepDone] - p.At[StepIntended] }
 
-// JoinStats says how much of a run the join covered.
-type JoinStats struct {
-	OK     int `json:"ok"`     // acknowledged requests
-	Joined int `json:"joined"` // with every step found
-	// Missing counts the requests without a step, by the step (the first missing).
-	Missing map[string]int `json:"missing,omitempty"`
-}
-
-// Join builds each acknowledged request's path from the records and every server's
-// marks (server id -> its marks in order, in pieces: the simulator gathers a run's
-// millions in chunks, and copying them into one slice each is not worth its time). start
-// is the run's start in the servers' clock: a record's offsets plus start are instants
-// of that clock.
-func Join(recs []workload.Record, marks map[int][][]trace.Mark, start int64) ([]Path, JoinStats) {
-	// A path takes each kind of mark from one server: its own (S) from the server the
-	// record names, the leader's (L) from the server that proposed it, the follower's
-	// (F) from the one whose ACK completed the quorum. The three sets of kinds are
-	// disjoint, so one array per acknowledged zxid holds them all, with S, L and F:
-	// a pass over the marks finds L and F, a second files each mark its zxid's server
-	// needs. A long run leaves millions of marks, and one table beats arrays per server
-	// and zxid, and those a map per zxid, by far (docs/performance.md).
-	var at zxidTable[joinEntry]
-	for i := range recs {
-		if recs[i].Outcome == workload.OK {
-			at.cover(zxid.Zxid(recs[i].Zxid))
-		}
-	}
-	at.alloc()
-	// Another record of the zxid on another server (never, unless the servers erred)
-	// has its server's marks apart.
-	var others map[serverZxid]*serverMarks
-	for i := range recs {
-		if r := &recs[i]; r.Outcome == workload.OK {
-			switch e := at.slot(zxid.Zxid(r.Zxid)); e.server {
-			case 0:
-				e.server = r.Server
-			case r.Server:
-			default:
-				if others == nil {
-					others = map[serverZxid]*serverMarks{}
-				}
-				others[serverZxid{r.Server, zxid.Zxid(r.Zxid)}] = &serverMarks{}
-			}
-		}
-	}
-	// In server order: where two servers name a zxid's leader or follower, the last
-	// one counts (the map's random order chose before; runs never have two).
-	ids := slices.Sorted(maps.Keys(marks))
-	for _, s := range ids {
-		for m := range inOrder(marks[s]) {
-			if m.Kind != trace.Proposed && m.Kind != trace.Quorum {
-				continue
-			}
-			if e := at.get(m.Zxid); e != nil {
-				if m.Kind == trace.Proposed {
-					e.leader = s
-				} else {
-					e.peer = int(m.Peer)
-				}
-			}
-		}
-	}
-	for _, s := range ids {
-		for m := range inOrder(marks[s]) {
-			e := at.get(m.Zxid)
-			if e == nil {
-				continue // no acknowledged write of it
-			}
-			role := roleOf[m.Kind]
-			if s == e.server {
-				e.has |= roleServer
-				if role == roleServer {
-					e.at[m.Kind] = m.At
-				}
-			} else if others != nil {
-				if o := others[serverZxid{s, m.Zxid}]; o != nil {
-					o.has = true
-					if role == roleServer {
-						o.at[m.Kind] = m.At
-					}
-				}
-			}
-			if s == e.leader {
-				e.has |= roleLeader
-				if role == roleLeader {
-					e.at[m.Kind] = m.At
-				}
-			}
-			if s == e.peer && role == rolePeer {
-				e.at[m.Kind] = m.At
-			}
-		}
-	}
-	st := JoinStats{Missing: map[string]int{}}
-	out := make([]Path, 0, len(recs))
-	for i := range recs {
-		r := &recs[i]
-		if r.Outcome != workload.OK {
-			continue
-		}
-		st.OK++
-		z := zxid.Zxid(r.Zxid)
-		e := at.get(z)
-		s, hasS := &e.at, e.has&roleServer != 0
-		if r.Server != e.server {
-			o := others[serverZxid{r.Server, z}]
-			s, hasS = &o.at, o.has
-		}
-		if !hasS || e.has&roleLeader == 0 {
-			if !hasS {
-				st.Missing["server"]++
-			} else {
-				st.Missing["leader"]++
-			}
-			continue
-		}
-		out = append(out, Path{ID: r.ID, DC: r.DC, Server: r.Server, Leader: e.leader})
-		p := &out[len(out)-1]
-		p.At[StepIntended], p.At[StepSent], p.At[StepDone] = r.Intended, r.Sent, r.Done
-		missing := numSteps
-		for _, js := range joinSteps {
-			a := s
-			if js.leader {
-				a = &e.at
-			} else if js.step == StepCommitArrived && p.Server == p.Leader {
-				p.At[StepCommitArrived] = p.At[StepCommitted]
-				continue
-			}
-			if a[js.kind] == 0 {
-				missing = js.step
-				break
-			}
-			p.At[js.step] = time.Duration(a[js.kind] - start)
-		}
-		if missing != numSteps {
-			st.Missing[stepNames[missing]]++
-			out = out[:len(out)-1]
-			continue
-		}
-		if e.peer != e.leader && e.at[trace.PropArrived] != 0 && e.at[trace.Acked] != 0 {
-			p.At[StepPropArrived] = time.Duration(e.at[trace.PropArrived] - start)
-			p.At[StepAcked] = time.Duration(e.at[trace.Acked] - start)
-			p.Follower = e.peer
-		}
-		st.Joined++
-	}
-	if len(st.Missing) == 0 {
-		st.Missing = nil
-	}
-	return out, st
-}
-
-// joinEntry is what Join gathers of an acknowledged zxid: the instant of each kind of
-// mark from the server whose it is (roleOf), who S, L and F are, and whether S and L
-// have a mark of the zxid at all.
-type joinEntry struct {
-	at                   [trace.NumKinds]int64
-	server, leader, peer int
-	has                  uint8 // roleServer, roleLeader
-}
-
-// Roles: whose marks of a write a path takes, as bits.
-const (
-	roleServer uint8 = 1 << iota
-	roleLeader
-	rolePeer
-)
-
-var roleOf = [trace.NumKinds]uint8{
-	trace.Recv: roleServer, trace.Submit: roleServer, trace.CommitArrived: roleServer, trace.Applied: roleServer, trace.Reply: roleServer,
-	trace.Arrived: roleLeader, trace.Proposed: roleLeader, trace.Quorum: roleLeader, trace.Committed: roleLeader,
-	trace.PropArrived: rolePeer, trace.Acked: rolePeer,
-}
-
-type serverZxid struct {
-	server int
-	zxid   zxid.Zxid
-}
-
-// serverMarks are the S marks of a zxid on a server another record of it names.
-type serverMarks struct {
-	at  [trace.NumKinds]int64
-	has bool
-}
-
-// joinSteps are the steps Join takes from the serving server's marks or the
-// leader's, in the order the first one missing is counted. CommitArrived on the
-// leader itself is its Committed.
-var joinSteps = [...]struct {
-	leader bool
-	kind   trace.Kind
-	step   Step
-}{
-	{false, trace.Recv, StepRecv},
-	{false, trace.Submit, StepSubmit},
-	{true, trace.Arrived, StepArrived},
-	{true, trace.Proposed, StepProposed},
-	{true, trace.Quorum, StepQuorum},
-	{true, trace.Committed, StepCommitted},
-	{false, trace.CommitArrived, StepCommitArrived},
-	{false, trace.Applied, StepApplied},
-	{false, trace.Reply, StepReply},
-}
-
-// zxidTable holds a T per zxid: per epoch, a slice indexed by the zxid's counter from
-// the lowest covered (a run's counters are contiguous, whatever they start at). It is
-// built in two passes: cover every zxid, alloc, then slot them. Unset slots are T's
-// zero value.
-type zxidTable[T any] struct {
-	epochs []epochTable[T] // a run has few: searched in order, the last one found first
-	last   int
-}
-
-// maxSlots bounds an epoch's slice: an epoch whose counters spread further than that
-// (a spec's hand-set zxids) goes in a map.
-const maxSlots = 1 << 22
-
-type epochTable[T any] struct {
-	epoch  zxid.Epoch
-	lo, hi int64 // the counters covered
-	dense  []T   // counter lo+i at i
-	sparse map[uint32]*T
-}
-
-func (x *zxidTable[T]) epoch(e zxid.Epoch) *epochTable[T] {
-	if x.last < len(x.epochs) && x.epochs[x.last].epoch == e {
-		return &x.epochs[x.last]
-	}
-	for i := range x.epochs {
-		if x.epochs[i].epoch == e {
-			x.last = i
-			return &x.epochs[i]
-		}
-	}
-	return nil
-}
-
-// cover makes room for z (before alloc).
-func (x *zxidTable[T]) cover(z zxid.Zxid) {
-	c := int64(z.Counter())
-	if e := x.epoch(z.Epoch()); e != nil {
-		e.lo, e.hi = min(e.lo, c), max(e.hi, c)
-		return
-	}
-	x.epochs = append(x.epochs, epochTable[T]{epoch: z.Epoch(), lo: c, hi: c})
-	x.last = len(x.epochs) - 1
-}
-
-// alloc makes the slots of the zxids covered.
-func (x *zxidTable[T]) alloc() {
-	for i := range x.epochs {
-		e := &x.epochs[i]
-		if e.hi-e.lo+1 > maxSlots {
-			e.sparse = map[uint32]*T{}
-		} else {
-			e.dense = make([]T, e.hi-e.lo+1)
-		}
-	}
-}
-
-// slot is z's T, which must have been covered.
-func (x *zxidTable[T]) slot(z zxid.Zxid) *T {
-	e := x.epoch(z.Epoch())
-	if e.sparse == nil {
-		return &e.dense[int64(z.Counter())-e.lo]
-	}
-	a := e.sparse[z.Counter()]
-	if a == nil {
-		a = new(T)
-		e.sparse[z.Counter()] = a
-	}
-	return a
-}
-
-// get is z's T, or nil where nothing was covered.
-func (x *zxidTable[T]) get(z zxid.Zxid) *T {
-	e := x.epoch(z.Epoch())
-	switch c := int64(z.Counter()); {
-	case e == nil:
-		return nil
-	case e.sparse != nil:
-		return e.sparse[uint32(c)]
-	case c >= e.lo && c <= e.hi:
-		return &e.dense[c-e.lo]
-	}
-	return nil
-}
-
-var pathHeader = append([]string{"id", "dc", "server", "leader", "follower"}, func() []string {
-	var h []string
-	for _, n := range stepNames {
-		h = append(h, n+"_ns")
-	}
-	return h
-}()...)
-
-// WritePaths writes paths as CSV (gzip if path ends in .gz): the run's phases.csv.gz.
-func WritePaths(path string, ps []Path) error {
-	w, err := csvfile.Create(path)
-	if err != nil {
-		return fmt.Errorf("analysis: %w", err)
-	}
-	w.Write(pathHeader)
-	row := w.Row()
-	for _, p := range ps {
-		row.Uint(p.ID)
-		row.String(p.DC)
-		row.Int(int64(p.Server))
-		row.Int(int64(p.Leader))
-		row.Int(int64(p.Follower))
-		for _, t := range p.At {
-			row.Int(int64(t))
-		}
-		w.WriteRow(row)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("analysis: writing %s: %w", path, err)
-	}
-	return nil
-}
-
-// ReadPaths reads what WritePaths wrote. Errors name the file, line and field.
-func ReadPaths(path string) ([]Path, error) {
-	r, err := csvfile.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("analysis: %w", err)
-	}
-	defer r.Close()
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(pathHeader)
-	head, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("analysis: %s: header: %w", path, err)
-	}
-	for i, h := range pathHeader {
-		if head[i] != h {
-			return nil, fmt.Errorf("analysis: %s:1: column %d is %q, want %q", path, i+1, head[i], h)
-		}
-	}
-	out := []Path{} // a run with no path (no traces) has its anatomy join all the same
-	for {
-		row, err := cr.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("analysis: %s: %w", path, err)
-		}
-		line, _ := cr.FieldPos(0)
-		var p Path
-		bad := func(col int, err error) error {
-			return fmt.Errorf("analysis: %s:%d: field %s: %w", path, line, pathHeader[col], err)
-		}
-		if p.ID, err = strconv.ParseUint(row[0], 10, 64); err != nil {
-			return nil, bad(0, err)
-		}
-		p.DC = row[1]
-		for i, v := range []*int{&p.Server, &p.Leader, &p.Follower} {
-			if *v, err = strconv.Atoi(row[2+i]); err != nil {
-				return nil, bad(2+i, err)
-			}
-		}
-		for i := range p.At {
-			n, err := strconv.ParseInt(row[5+i], 10, 64)
-			if err != nil {
-				return nil, bad(5+i, err)
-			}
-			p.At[i] = time.Duration(n)
-		}
-		out = append(out, p)
-	}
-}
-
 // AnatomyStats is the anatomy of one DC's writes in one window, in ms.
 type AnatomyStats struct {
 	Count int `json:"count"` // paths (acknowledged writes whose every step was found)
@@ -545,163 +163,216 @@ type Excess struct {
 // model and no excess for that DC. stalls, where the run measured its host (nil where
 // it did not), are the processes' stalls, named "harness" and "p<id>".
 func Anatomize(paths []Path, windows []Window, pm model.PathModel, acked map[string]map[string]int, stalls []HostStall) map[string]map[string]AnatomyStats {
-	type acc struct {
-		n, neg            int
-		phases            []float64
-		follower, latency float64
-		stall             float64
-		m                 model.Split
-		modelled          int
-	}
-	type split struct {
-		m  model.Split
-		ok bool
-	}
-	host := newPathStalls(stalls)
-	newAcc := func() *acc { return &acc{phases: make([]float64, len(Phases))} }
+	an := &anatomist{paths: paths, pm: pm, host: newPathStalls(stalls)}
 	out := map[string]map[string]AnatomyStats{}
-	var pp pathPhases
 	for _, w := range windows {
-		accs := map[string]*acc{}
-		accOf := func(k string) *acc {
-			a := accs[k]
-			if a == nil {
-				a = newAcc()
-				accs[k] = a
-			}
-			return a
-		}
-		splits := map[[2]int]split{} // the model asked once per server and leader, not per write
-		splitOf := func(p *Path) (model.Split, bool) {
-			if pm == nil {
-				return model.Split{}, false
-			}
-			sp, seen := splits[[2]int{p.Server, p.Leader}]
-			if !seen {
-				sp.m, sp.ok = pm(w.Name, p.Server, p.Leader)
-				splits[[2]int{p.Server, p.Leader}] = sp
-			}
-			return sp.m, sp.ok
-		}
-		latencies := map[string][]float64{}
-		for i := range paths {
-			p := &paths[i]
-			if !w.contains(p.At[StepIntended]) {
-				continue
-			}
-			m, ok := splitOf(p)
-			// The path's numbers once, then into its DC's sums and All's.
-			pp.of(p, host, m, ok)
-			latencies[p.DC] = append(latencies[p.DC], pp.latency)
-			latencies[All] = append(latencies[All], pp.latency)
-			for _, a := range [2]*acc{accOf(p.DC), accOf(All)} {
-				a.n++
-				for j, v := range pp.phases {
-					a.phases[j] += v
-				}
-				if pp.neg {
-					a.neg++
-				}
-				a.follower += pp.follower
-				a.latency += pp.latency
-				a.stall += pp.stall
-				if ok {
-					a.modelled++
-					a.m.Forward += m.Forward
-					a.m.Quorum += m.Quorum
-					a.m.Back += m.Back
-					a.m.Jitter += m.Jitter
-				}
-			}
-		}
-		if len(accs) == 0 {
+		wa := an.window(w)
+		if len(wa.sums) == 0 {
 			continue
 		}
-		phasesOf := func(a *acc) map[string]float64 {
-			n := float64(a.n)
-			ph := map[string]float64{"quorum_follower": a.follower / n}
-			for j, p := range Phases {
-				ph[p.Name] = a.phases[j] / n
-			}
-			if host != nil {
-				ph["host_stall"] = a.stall / n
-			}
-			return ph
-		}
-		// The tails: each DC's thresholds, then a second pass for the paths above them.
-		type tailAcc struct {
-			at float64
-			*acc
-		}
-		tailAccs := map[string][]tailAcc{} // DC -> one per tail
-		for dc, l := range latencies {
-			slices.Sort(l)
-			for _, t := range tails {
-				if len(l) >= t.min {
-					tailAccs[dc] = append(tailAccs[dc], tailAcc{l[int(math.Ceil(t.q*float64(len(l))))-1], newAcc()})
-				}
-			}
-		}
-		if len(tailAccs) > 0 {
-			for i := range paths {
-				p := &paths[i]
-				if !w.contains(p.At[StepIntended]) {
-					continue
-				}
-				lat := ms(p.Latency())
-				if lat < tailAccs[All][0].at && (len(tailAccs[p.DC]) == 0 || lat < tailAccs[p.DC][0].at) {
-					continue // below every tail's threshold (All's p99 is there whenever any is)
-				}
-				m, ok := splitOf(p)
-				pp.of(p, host, m, ok)
-				for _, dc := range [2]string{p.DC, All} {
-					for _, t := range tailAccs[dc] {
-						if pp.latency < t.at {
-							continue
-						}
-						t.n++
-						for j, v := range pp.phases {
-							t.phases[j] += v
-						}
-						t.follower += pp.follower
-						t.latency += pp.latency
-						t.stall += pp.stall
-					}
-				}
-			}
-		}
-		out[w.Name] = map[string]AnatomyStats{}
-		for dc, a := range accs {
-			n := float64(a.n)
-			st := AnatomyStats{Count: a.n, MeasuredMS: a.latency / n, Negative: a.neg, PhasesMS: phasesOf(a)}
-			if k := acked[w.Name][dc]; k > 0 {
-				st.Coverage = n / float64(k)
-			}
-			for i, t := range tailAccs[dc] {
-				if st.Tail == nil {
-					st.Tail = map[string]*TailStats{}
-				}
-				st.Tail[tails[i].name] = &TailStats{AtMS: t.at, Count: t.n, MeasuredMS: t.latency / float64(t.n), PhasesMS: phasesOf(t.acc)}
-			}
-			if a.modelled == a.n {
-				ph := st.PhasesMS
-				mp := &ModelParts{Forward: a.m.Forward / n, Quorum: a.m.Quorum / n, Back: a.m.Back / n}
-				mp.Total = mp.Forward + mp.Quorum + mp.Back
-				e := &Excess{
-					Total:         st.MeasuredMS - mp.Total,
-					SendLag:       ph["send_lag"],
-					Client:        ClientMS(ph),
-					Processing:    ProcessingMS(ph),
-					JitterInOrder: a.m.Jitter / n,
-					HostStall:     ph["host_stall"],
-				}
-				e.Other = LinksMS(ph) - mp.Total - e.JitterInOrder
-				st.ModelMS, st.ExcessMS = mp, e
-			}
-			out[w.Name][dc] = st
-		}
+		wa.tails()
+		out[w.Name] = wa.stats(acked[w.Name])
 	}
 	return out
+}
+
+// anatomist is what Anatomize reads for every window.
+type anatomist struct {
+	paths []Path
+	pm    model.PathModel
+	host  *pathStalls
+	pp    pathPhases // the path at hand's numbers
+}
+
+// phaseSums are a set of paths' numbers (pathPhases) summed, and the model's split
+// summed over those of them it has one for.
+type phaseSums struct {
+	n, neg                   int
+	phases                   []float64
+	follower, latency, stall float64
+	m                        model.Split
+	modelled                 int
+}
+
+func newPhaseSums() *phaseSums { return &phaseSums{phases: make([]float64, len(Phases))} }
+
+// add adds a path's numbers.
+func (a *phaseSums) add(pp *pathPhases) {
+	a.n++
+	for j, v := range pp.phases {
+		a.phases[j] += v
+	}
+	a.follower += pp.follower
+	a.latency += pp.latency
+	a.stall += pp.stall
+}
+
+// means are the phases' means, quorum_follower's, and host_stall's where the host was
+// measured.
+func (a *phaseSums) means(host bool) map[string]float64 {
+	n := float64(a.n)
+	ph := map[string]float64{"quorum_follower": a.follower / n}
+	for j, p := range Phases {
+		ph[p.Name] = a.phases[j] / n
+	}
+	if host {
+		ph["host_stall"] = a.stall / n
+	}
+	return ph
+}
+
+// windowAnatomy is one window's sums: per DC (All included), of its paths and of each
+// tail's.
+type windowAnatomy struct {
+	*anatomist
+	w         Window
+	splits    map[[2]int]split // the model asked once per server and leader, not per write
+	sums      map[string]*phaseSums
+	latencies map[string][]float64
+	tailSums  map[string][]tailSums // DC -> one per tail
+}
+
+type split struct {
+	m  model.Split
+	ok bool
+}
+
+// tailSums are the sums of the paths at or above a tail's threshold at.
+type tailSums struct {
+	at float64
+	*phaseSums
+}
+
+// window sums the paths whose intended time falls in w.
+func (an *anatomist) window(w Window) *windowAnatomy {
+	wa := &windowAnatomy{anatomist: an, w: w, splits: map[[2]int]split{}, sums: map[string]*phaseSums{}, latencies: map[string][]float64{}}
+	pp := &an.pp
+	for i := range an.paths {
+		p := &an.paths[i]
+		if !w.contains(p.At[StepIntended]) {
+			continue
+		}
+		m, ok := wa.split(p)
+		// The path's numbers once, then into its DC's sums and All's.
+		pp.of(p, an.host, m, ok)
+		wa.latencies[p.DC] = append(wa.latencies[p.DC], pp.latency)
+		wa.latencies[All] = append(wa.latencies[All], pp.latency)
+		for _, a := range [2]*phaseSums{wa.sumsOf(p.DC), wa.sumsOf(All)} {
+			a.add(pp)
+			if pp.neg {
+				a.neg++
+			}
+			if ok {
+				a.modelled++
+				a.m.Forward += m.Forward
+				a.m.Quorum += m.Quorum
+				a.m.Back += m.Back
+				a.m.Jitter += m.Jitter
+			}
+		}
+	}
+	return wa
+}
+
+func (wa *windowAnatomy) sumsOf(dc string) *phaseSums {
+	a := wa.sums[dc]
+	if a == nil {
+		a = newPhaseSums()
+		wa.sums[dc] = a
+	}
+	return a
+}
+
+// split is the model's split of p's latency, if it has one.
+func (wa *windowAnatomy) split(p *Path) (model.Split, bool) {
+	if wa.pm == nil {
+		return model.Split{}, false
+	}
+	sp, seen := wa.splits[[2]int{p.Server, p.Leader}]
+	if !seen {
+		sp.m, sp.ok = wa.pm(wa.w.Name, p.Server, p.Leader)
+		wa.splits[[2]int{p.Server, p.Leader}] = sp
+	}
+	return sp.m, sp.ok
+}
+
+// tails sums the tails: each DC's thresholds, then a second pass for the paths above
+// them.
+func (wa *windowAnatomy) tails() {
+	wa.tailSums = map[string][]tailSums{}
+	for dc, l := range wa.latencies {
+		slices.Sort(l)
+		for _, t := range tails {
+			if len(l) >= t.min {
+				wa.tailSums[dc] = append(wa.tailSums[dc], tailSums{l[int(math.Ceil(t.q*float64(len(l))))-1], newPhaseSums()})
+			}
+		}
+	}
+	if len(wa.tailSums) == 0 {
+		return
+	}
+	pp := &wa.pp
+	for i := range wa.paths {
+		p := &wa.paths[i]
+		if !wa.w.contains(p.At[StepIntended]) {
+			continue
+		}
+		lat := ms(p.Latency())
+		if lat < wa.tailSums[All][0].at && (len(wa.tailSums[p.DC]) == 0 || lat < wa.tailSums[p.DC][0].at) {
+			continue // below every tail's threshold (All's p99 is there whenever any is)
+		}
+		m, ok := wa.split(p)
+		pp.of(p, wa.host, m, ok)
+		for _, dc := range [2]string{p.DC, All} {
+			for _, t := range wa.tailSums[dc] {
+				if pp.latency < t.at {
+					continue
+				}
+				t.add(pp)
+			}
+		}
+	}
+}
+
+// stats is the window's anatomy per DC; acked its acknowledged writes per DC.
+func (wa *windowAnatomy) stats(acked map[string]int) map[string]AnatomyStats {
+	out := map[string]AnatomyStats{}
+	for dc, a := range wa.sums {
+		n := float64(a.n)
+		st := AnatomyStats{Count: a.n, MeasuredMS: a.latency / n, Negative: a.neg, PhasesMS: a.means(wa.host != nil)}
+		if k := acked[dc]; k > 0 {
+			st.Coverage = n / float64(k)
+		}
+		for i, t := range wa.tailSums[dc] {
+			if st.Tail == nil {
+				st.Tail = map[string]*TailStats{}
+			}
+			st.Tail[tails[i].name] = &TailStats{AtMS: t.at, Count: t.n, MeasuredMS: t.latency / float64(t.n), PhasesMS: t.means(wa.host != nil)}
+		}
+		if a.modelled == a.n {
+			st.ModelMS, st.ExcessMS = excess(st.MeasuredMS, st.PhasesMS, a)
+		}
+		out[dc] = st
+	}
+	return out
+}
+
+// excess is the model's mean over a's paths, all of which it has a split for, and
+// where the measured mean's time above it went.
+func excess(measured float64, ph map[string]float64, a *phaseSums) (*ModelParts, *Excess) {
+	n := float64(a.n)
+	mp := &ModelParts{Forward: a.m.Forward / n, Quorum: a.m.Quorum / n, Back: a.m.Back / n}
+	mp.Total = mp.Forward + mp.Quorum + mp.Back
+	e := &Excess{
+		Total:         measured - mp.Total,
+		SendLag:       ph["send_lag"],
+		Client:        ClientMS(ph),
+		Processing:    ProcessingMS(ph),
+		JitterInOrder: a.m.Jitter / n,
+		HostStall:     ph["host_stall"],
+	}
+	e.Other = LinksMS(ph) - mp.Total - e.JitterInOrder
+	return mp, e
 }
 
 // HarnessProcess names the harness's own process among the metered ones: it carries
@@ -825,17 +496,4 @@ func quorumLinkMS(ph map[string]float64) float64 { return ph["quorum"] - ph["quo
 // LinksMS is the links' time: to the leader, the quorum's round trips, and back.
 func LinksMS(ph map[string]float64) float64 {
 	return ph["forward"] + quorumLinkMS(ph) + ph["commit_back"]
-}
-
-// inOrder is a server's marks across their pieces, in order.
-func inOrder(pieces [][]trace.Mark) iter.Seq[trace.Mark] {
-	return func(yield func(trace.Mark) bool) {
-		for _, p := range pieces {
-			for _, m := range p {
-				if !yield(m) {
-					return
-				}
-			}
-		}
-	}
 }
