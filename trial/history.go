@@ -30,7 +30,6 @@ type History struct {
 	RTTs         map[string]any // what the servers measured (or their links did)
 	Verification *workload.Verification
 	Host         *Host // nil where no host was measured (the simulator)
-
 }
 
 // Derived is what the analysis reads of a history beside the history itself, computed
@@ -42,8 +41,8 @@ type Derived struct {
 	Host  *analysis.HostInput // nil where no host was measured
 }
 
-// Derive joins h's records with its trace marks (the latency anatomy's paths) and puts
-// what its host did as the analysis takes it, rounded as the store writes it.
+// Derive joins h's records with its trace marks (the latency anatomy's paths) and turns
+// what its host did into what the analysis reads, rounded as the store writes it.
 func Derive(h *History) (*Derived, error) {
 	d := &Derived{}
 	d.Paths, d.Join = analysis.Join(h.Records, h.Marks, h.MarksStart)
