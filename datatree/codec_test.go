@@ -53,6 +53,53 @@ func sampleTxns() []Txn {
 		{Time: 7, Op: Multi()},
 		{Session: 0x1000000000000abc, Time: 8, Op: CloseSession()},
 		{Time: 9, Op: Noop()},
+		{Session: 5, Time: 10, Auth: []ID{{"ip", "127.0.0.1"}, {"digest", "u:h="}},
+			Op: CreateACL("/p", nil, Persistent, []ACL{{PermRead, Anyone}, {PermAll, ID{"digest", "u:h="}}})},
+		{Session: 5, Time: 11, Op: SetACL("/p", []ACL{{PermAll, ID{"auth", ""}}}, 3)},
+	}
+}
+
+// A txn keeps null data apart from empty data.
+func TestTxnNullData(t *testing.T) {
+	for _, data := range [][]byte{nil, {}} {
+		for _, shared := range []bool{false, true} {
+			var got Txn
+			b := Txn{Op: SetData("/a", data, -1)}.Marshal()
+			var err error
+			if shared {
+				err = got.UnmarshalShared(b)
+			} else {
+				err = got.Unmarshal(b)
+			}
+			if err != nil || (got.Data == nil) != (data == nil) || len(got.Data) != 0 {
+				t.Errorf("data %#v (shared %v) decodes as %#v, %v", data, shared, got.Data, err)
+			}
+		}
+	}
+}
+
+// Logs written before ACLs (txn version 1) still decode, as the same txns.
+func TestTxnVersion1(t *testing.T) {
+	b, err := os.ReadFile("testdata/txn.v1.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	samples := sampleTxns()
+	for i, line := range lines {
+		raw, err := hex.DecodeString(strings.Fields(line)[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := UnmarshalTxn(raw)
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		want := samples[i]
+		want.Op, got.Op = normal(want.Op), normal(got.Op)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("line %d\n got %+v\nwant %+v", i+1, got, want)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 // takes ownership of p. A Loader is for one goroutine.
 type Loader struct {
 	t     *Tree
+	v1    bool // a version 1 stream: nodes have no ACL
 	phase loadPhase
 	left  uint64 // sessions or nodes still to read in this phase
 	prev  string // the last node's path: paths ascend
@@ -121,10 +122,11 @@ func (l *Loader) item(b []byte) (n, need int) {
 		if c.need > 0 {
 			break
 		}
-		if string(h[:4]) != snapMagic || h[4] != snapVersion {
+		if string(h[:4]) != snapMagic || (h[4] != snapVersion && h[4] != 1) {
 			l.err = fmt.Errorf("%w: bad header %q (want %q version %d)", ErrSnapshotCorrupt, h, snapMagic, snapVersion)
 			return 0, 0
 		}
+		l.v1 = h[4] == 1
 		l.t.lastZxid = zab.Zxid(binary.LittleEndian.Uint64(z))
 		l.phase = loadSessionCount
 	case loadSessionCount, loadNodeCount:
@@ -153,7 +155,14 @@ func (l *Loader) item(b []byte) (n, need int) {
 		st.ctime, st.mtime = c.varint("ctime"), c.varint("mtime")
 		st.version, st.cversion, st.aversion = c.int32("version"), c.int32("cversion"), c.int32("aversion")
 		st.ephemeralOwner = int64(c.u64("ephemeral owner"))
-		data := c.bytes("data", MaxDataSize)
+		var data []byte
+		var acl []ACL
+		if l.v1 {
+			data = c.bytes("data", MaxDataSize)
+		} else {
+			data = c.data()
+			acl = c.acl()
+		}
 		if c.need > 0 || l.check(&c) {
 			break
 		}
@@ -162,9 +171,12 @@ func (l *Loader) item(b []byte) (n, need int) {
 		}
 		nd := &l.slab[0]
 		l.slab = l.slab[1:]
-		*nd = node{data: data, st: st}
+		*nd = node{data: data, acl: acl, st: st}
 		if len(data) == 0 {
 			nd.data = nil
+			if data != nil && !l.v1 {
+				nd.data = []byte{} // empty, not null
+			}
 		} else if i := preloadIndex(path); i >= 0 {
 			nd.data = l.sharePreload(i*PreloadNodeSize, data)
 		}
@@ -368,4 +380,47 @@ func LoadSnapshot(r io.Reader) (*Tree, error) {
 			return nil, fmt.Errorf("datatree: read snapshot: %w", err)
 		}
 	}
+}
+
+// data reads a node's data in the version 2 encoding: length+1, 0 for null.
+func (c *cursor) data() []byte {
+	n := c.uvarint("data length")
+	if !c.ok() || n == 0 {
+		return nil
+	}
+	if n-1 > MaxDataSize {
+		c.bad("data", fmt.Errorf("length %d exceeds %d", n-1, MaxDataSize))
+		return nil
+	}
+	p := c.fixed(int(n - 1))
+	if p == nil {
+		return nil
+	}
+	return p[:len(p):len(p)]
+}
+
+// maxACL bounds a snapshot node's ACL entries (ZooKeeper's frame limit bounds a
+// client's; this only keeps a corrupt count from allocating).
+const maxACL = 1 << 16
+
+// acl reads an ACL in the txn encoding; count 0 is the open ACL (nil).
+func (c *cursor) acl() []ACL {
+	n := c.uvarint("acl count")
+	if c.ok() && n > maxACL {
+		c.bad("acl count", fmt.Errorf("%d entries exceed %d", n, maxACL))
+	}
+	if !c.ok() || n == 0 {
+		return nil
+	}
+	out := make([]ACL, 0, n)
+	for range n {
+		perms := c.int32("acl perms")
+		scheme := c.bytes("acl scheme", maxPath)
+		id := c.bytes("acl id", maxPath)
+		if !c.ok() {
+			return nil
+		}
+		out = append(out, ACL{Perms: perms, ID: ID{string(scheme), string(id)}})
+	}
+	return out
 }

@@ -16,20 +16,24 @@ import (
 	"github.com/polebench/polebench/zab"
 )
 
-// Snapshot stream, version 1 (integers little endian or varint):
+// Snapshot stream, version 2 (integers little endian or varint):
 //
-//	magic "PDTS" version:u8(1) lastZxid:u64
+//	magic "PDTS" version:u8(2) lastZxid:u64
 //	sessions:uvarint { id:u64 timeout:varint }
 //	nodes:uvarint { path czxid mzxid pzxid ctime mtime version cversion aversion :varint
-//	                ephemeralOwner:u64 data }          (paths in byte order)
+//	                ephemeralOwner:u64 data acl }      (paths in byte order)
 //	crc32c:u32 of everything before
+//
+// acl and data are the txn encoding's (count 0: the open ACL; data length+1, 0 for
+// null). Version 1, before ACLs, has no acl and data as length and bytes; it is still
+// read.
 //
 // path and data are uvarint length + bytes; cversion is the stored create
 // count. Paths in byte order put every parent before its children, and make
 // the stream a function of the state alone: equal trees give equal bytes.
 const (
 	snapMagic   = "PDTS"
-	snapVersion = 1
+	snapVersion = 2
 )
 
 // ErrSnapshotCorrupt wraps every ReadSnapshot failure caused by the input.
@@ -195,10 +199,16 @@ func (v *View) Write(w io.Writer) error {
 				b = binary.AppendVarint(b, x)
 			}
 			b = binary.LittleEndian.AppendUint64(b, uint64(n.st.ephemeralOwner))
-			b = binary.AppendUvarint(b, uint64(len(n.data)))
+			if n.data == nil {
+				b = append(b, 0)
+			} else {
+				b = binary.AppendUvarint(b, uint64(len(n.data))+1)
+			}
 			s.buf = b
 			s.flushBuf()
 			s.write(n.data)
+			s.buf = appendACL(s.buf, n.acl)
+			s.flushBuf()
 			if s.n >= yieldBytes {
 				runtime.Gosched()
 				s.n = 0

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -52,6 +54,58 @@ func randomTree(t testing.TB) *Tree {
 // The golden snapshot pins the format: a change must be deliberate (-update).
 func TestSnapshotGolden(t *testing.T) {
 	golden(t, "snapshot.golden", []byte(hex.Dump(snapshotBytes(t, smallTree(t)))))
+}
+
+// A snapshot written before ACLs (version 1) loads as the same tree.
+func TestSnapshotVersion1(t *testing.T) {
+	dump, err := os.ReadFile("testdata/snapshot.v1.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	for _, line := range strings.Split(string(dump), "\n") {
+		if len(line) < 10 {
+			continue
+		}
+		hexPart, _, _ := strings.Cut(line[10:], "|")
+		b, err := hex.DecodeString(strings.ReplaceAll(hexPart, " ", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, b...)
+	}
+	got, err := LoadSnapshot(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, got), snapshotBytes(t, smallTree(t))) {
+		t.Error("the version 1 snapshot loads as another tree")
+	}
+}
+
+// ACLs and null data survive a snapshot, and the open ACL is what a node without one reads.
+func TestSnapshotACL(t *testing.T) {
+	tr := New()
+	acl := []ACL{{PermRead | PermAdmin, ID{"digest", "u:h="}}, {PermRead, ID{"ip", "10.0.0.0/8"}}}
+	tr.Apply(1, Txn{Op: CreateACL("/p", []byte("x"), Persistent, acl)})
+	tr.Apply(2, Txn{Op: Create("/o", nil, Persistent)})
+	tr.Apply(3, Txn{Op: Create("/e", []byte{}, Persistent)})
+	got, err := LoadSnapshot(bytes.NewReader(snapshotBytes(t, tr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Null and empty data differ, as in ZooKeeper.
+	if d, _, _ := got.Get("/o"); d != nil {
+		t.Errorf("/o (null data) reads %q", d)
+	}
+	if d, _, _ := got.Get("/e"); d == nil || len(d) != 0 {
+		t.Errorf("/e (empty data) reads %#v", d)
+	}
+	for path, want := range map[string][]ACL{"/p": acl, "/o": OpenACL()} {
+		if a, _, err := got.ACL(path); err != nil || !reflect.DeepEqual(a, want) {
+			t.Errorf("%s: ACL %v, %v; want %v", path, a, err, want)
+		}
+	}
 }
 
 func TestReadSnapshotRejects(t *testing.T) {

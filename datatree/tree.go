@@ -27,6 +27,7 @@ type pstat struct {
 
 type node struct {
 	data     []byte // never modified in place: setData replaces it
+	acl      []ACL  // nil: the open ACL; never modified in place: setACL replaces it
 	st       pstat
 	children map[string]struct{} // child names; nil when none
 }
@@ -167,6 +168,7 @@ type applier struct {
 	zxid    int64
 	time    int64
 	session int64
+	auth    []ID
 	events  []Event
 	undo    []func()
 }
@@ -191,7 +193,7 @@ func (t *Tree) Apply(zxid zab.Zxid, txn Txn) Result {
 		return r
 	}
 	t.lastZxid = zxid
-	a := &applier{zxid: int64(zxid), time: txn.Time, session: txn.Session, events: t.events[:0]}
+	a := &applier{zxid: int64(zxid), time: txn.Time, session: txn.Session, auth: txn.Auth, events: t.events[:0]}
 	switch txn.Type {
 	case OpNoop:
 	case OpCreateSession:
@@ -200,7 +202,7 @@ func (t *Tree) Apply(zxid zab.Zxid, txn Txn) Result {
 		t.closeSession(a, txn.Session)
 	case OpMulti:
 		r.Err, r.Ops = t.multi(a, txn.Ops)
-	case OpCreate, OpDelete, OpSetData, OpCheck:
+	case OpCreate, OpDelete, OpSetData, OpCheck, OpSetACL:
 		if !t.live(txn.Session) {
 			r.Err = SessionExpired
 			break
@@ -305,9 +307,16 @@ func (t *Tree) op(a *applier, op *Op) OpResult {
 		return t.delete(a, op)
 	case OpSetData:
 		return t.setData(a, op)
+	case OpSetACL:
+		return t.setACL(a, op)
 	default:
-		return t.check(op)
+		return t.check(a, op)
 	}
+}
+
+// allowed checks the requester's permission on n: the server (session 0) has every one.
+func (a *applier) allowed(n *node, perm int32) bool {
+	return n.acl == nil || a.session == 0 || Allowed(n.acl, a.auth, perm)
 }
 
 func (t *Tree) create(a *applier, op *Op) OpResult {
@@ -318,10 +327,19 @@ func (t *Tree) create(a *applier, op *Op) OpResult {
 		r.Err = BadArguments
 		return r
 	}
+	acl, code := fixACL(op.ACL, a.auth)
+	if code != Ok {
+		r.Err = code
+		return r
+	}
 	parentPath := parentOf(op.Path)
 	parent := t.nodes[parentPath]
 	if parent == nil {
 		r.Err = NoNode
+		return r
+	}
+	if !a.allowed(parent, PermCreate) {
+		r.Err = NoAuth
 		return r
 	}
 	path := op.Path
@@ -340,7 +358,7 @@ func (t *Tree) create(a *applier, op *Op) OpResult {
 	if op.Mode.IsEphemeral() {
 		owner = a.session
 	}
-	n := &node{data: op.Data, st: pstat{
+	n := &node{data: op.Data, acl: acl, st: pstat{
 		czxid: a.zxid, mzxid: a.zxid, pzxid: a.zxid, ctime: a.time, mtime: a.time, ephemeralOwner: owner,
 	}}
 	t.touch(parentPath)
@@ -363,7 +381,12 @@ func (t *Tree) delete(a *applier, op *Op) OpResult {
 		return r
 	}
 	n := t.nodes[op.Path]
+	parent := t.nodes[parentOf(op.Path)]
 	switch {
+	case parent == nil:
+		r.Err = NoNode
+	case !a.allowed(parent, PermDelete):
+		r.Err = NoAuth
 	case n == nil:
 		r.Err = NoNode
 	case op.Version != -1 && op.Version != n.st.version:
@@ -407,6 +430,10 @@ func (t *Tree) setData(a *applier, op *Op) OpResult {
 		r.Err = NoNode
 		return r
 	}
+	if !a.allowed(n, PermWrite) {
+		r.Err = NoAuth
+		return r
+	}
 	if op.Version != -1 && op.Version != n.st.version {
 		r.Err = BadVersion
 		return r
@@ -428,19 +455,81 @@ func (t *Tree) setData(a *applier, op *Op) OpResult {
 	return r
 }
 
-func (t *Tree) check(op *Op) OpResult {
+func (t *Tree) check(a *applier, op *Op) OpResult {
 	r := OpResult{Type: OpCheck}
 	if ValidatePath(op.Path) != nil {
 		r.Err = BadArguments
 		return r
 	}
 	n := t.nodes[op.Path]
-	if n == nil {
+	switch {
+	case n == nil:
 		r.Err = NoNode
-	} else if op.Version != -1 && op.Version != n.st.version {
+	case !a.allowed(n, PermRead):
+		r.Err = NoAuth
+	case op.Version != -1 && op.Version != n.st.version:
 		r.Err = BadVersion
 	}
 	return r
+}
+
+// setACL replaces a node's ACL: ADMIN on the node, the ACL's version checked; no
+// watch fires (ZooKeeper's setACL changes only aversion).
+func (t *Tree) setACL(a *applier, op *Op) OpResult {
+	r := OpResult{Type: OpSetACL}
+	if ValidatePath(op.Path) != nil {
+		r.Err = BadArguments
+		return r
+	}
+	acl, code := fixACL(op.ACL, a.auth)
+	n := t.nodes[op.Path]
+	switch {
+	case code != Ok:
+		r.Err = code
+	case n == nil:
+		r.Err = NoNode
+	case !a.allowed(n, PermAdmin):
+		r.Err = NoAuth
+	case op.Version != -1 && op.Version != n.st.aversion:
+		r.Err = BadVersion
+	}
+	if r.Err != Ok {
+		return r
+	}
+	t.touch(op.Path)
+	oldACL, oldSt := n.acl, n.st
+	n.acl = acl
+	n.st.aversion++
+	if a.undoing() {
+		a.onUndo(func() { n.acl, n.st = oldACL, oldSt })
+	}
+	r.Stat = n.stat()
+	return r
+}
+
+// ACL returns a node's ACL and stat, or NoNode.
+func (t *Tree) ACL(path string) ([]ACL, Stat, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := t.nodes[path]
+	if n == nil {
+		return nil, Stat{}, NoNode
+	}
+	return slices.Clone(aclOf(n.acl)), n.stat(), nil
+}
+
+// Permit checks that identities auth hold perm on path: NoNode, NoAuth or nil.
+func (t *Tree) Permit(path string, auth []ID, perm int32) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := t.nodes[path]
+	switch {
+	case n == nil:
+		return NoNode
+	case !Allowed(n.acl, auth, perm):
+		return NoAuth
+	}
+	return nil
 }
 
 // Get returns a node's data (shared: do not modify) and stat, or NoNode.

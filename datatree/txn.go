@@ -8,9 +8,10 @@ import (
 )
 
 // Op is one state operation. Which fields matter depends on Type:
-// create uses Path, Data, Mode; delete and check use Path, Version; setData
-// uses Path, Data, Version; createSession uses Timeout; multi uses Ops (whose
-// elements are create, delete, setData or check).
+// create uses Path, Data, Mode, ACL; delete and check use Path, Version; setData
+// uses Path, Data, Version; setACL uses Path, ACL, Version (of the ACL);
+// createSession uses Timeout; multi uses Ops (whose elements are create, delete,
+// setData or check).
 type Op struct {
 	Type    OpType
 	Path    string
@@ -18,6 +19,7 @@ type Op struct {
 	Mode    CreateMode
 	Version int32 // expected version, -1 for any
 	Timeout int32 // session timeout in ms (createSession)
+	ACL     []ACL // as the client sent it (create, setACL); nil is the open ACL
 	Ops     []Op
 }
 
@@ -27,12 +29,27 @@ type Op struct {
 type Txn struct {
 	Session int64 // client session id; 0 means the server itself
 	Time    int64 // ms since the Unix epoch, chosen by the leader
+	// Auth is who the requester is (its connection's identities: its ip, the digests
+	// it added): ACLs are checked where the txn applies, the same on every replica.
+	// Session 0 (the server) passes every ACL.
+	Auth []ID
 	Op
 }
 
-// Create is a create op (path gets a %010d suffix when mode is sequential).
+// Create is a create op with the open ACL (path gets a %010d suffix when mode is
+// sequential).
 func Create(path string, data []byte, mode CreateMode) Op {
 	return Op{Type: OpCreate, Path: path, Data: data, Mode: mode}
+}
+
+// CreateACL is a create op with an ACL (checked and fixed up as ZooKeeper does).
+func CreateACL(path string, data []byte, mode CreateMode, acl []ACL) Op {
+	return Op{Type: OpCreate, Path: path, Data: data, Mode: mode, ACL: stored(acl)}
+}
+
+// SetACL replaces a node's ACL; version is the expected ACL version (-1 any).
+func SetACL(path string, acl []ACL, version int32) Op {
+	return Op{Type: OpSetACL, Path: path, ACL: acl, Version: version}
 }
 
 // Delete is a delete op; version -1 matches any version.
@@ -58,15 +75,22 @@ func CloseSession() Op { return Op{Type: OpCloseSession} }
 // Noop changes nothing but LastZxid.
 func Noop() Op { return Op{Type: OpNoop} }
 
-// Encoding, version 1 (all integers little endian or varint):
+// Encoding, version 2 (all integers little endian or varint):
 //
-//	txn  = version:u8(1) session:u64 time:varint op
+//	txn  = version:u8(2) session:u64 time:varint auth op
+//	auth = count:uvarint { scheme id }
 //	op   = type:i8 body
-//	body = create: path mode:u8 data | delete, check: path version:varint |
-//	       setData: path version:varint data | createSession: timeout:varint |
+//	body = create: path mode:u8 data acl | delete, check: path version:varint |
+//	       setData: path version:varint data | setACL: path version:varint acl |
+//	       createSession: timeout:varint |
 //	       multi: count:uvarint op* (no nested multi) | closeSession, noop: empty
-//	path, data = len:uvarint bytes
-const txnVersion = 1
+//	acl  = count:uvarint { perms:varint scheme id }   (count 0: the open ACL)
+//	data = 0:uvarint (null) | len+1:uvarint bytes     (null and empty differ, as in ZooKeeper)
+//	path, scheme, id = len:uvarint bytes
+//
+// Version 1, what logs written before ACLs hold, is version 2 without auth and acl,
+// and data as len:uvarint bytes (empty read as null).
+const txnVersion = 2
 
 // ErrTxnCorrupt wraps every Unmarshal failure.
 var ErrTxnCorrupt = errors.New("datatree: corrupt txn")
@@ -77,7 +101,35 @@ func (t Txn) Marshal() []byte {
 	b = append(b, txnVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Session))
 	b = binary.AppendVarint(b, t.Time)
+	b = binary.AppendUvarint(b, uint64(len(t.Auth)))
+	for _, id := range t.Auth {
+		b = appendID(b, id)
+	}
 	return appendOp(b, &t.Op)
+}
+
+// appendData appends a node's data, null (nil) apart from empty.
+func appendData(b, p []byte) []byte {
+	if p == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendUvarint(b, uint64(len(p))+1)
+	return append(b, p...)
+}
+
+func appendID(b []byte, id ID) []byte {
+	b = appendBytes(b, []byte(id.Scheme))
+	return appendBytes(b, []byte(id.ID))
+}
+
+func appendACL(b []byte, acl []ACL) []byte {
+	acl = stored(acl)
+	b = binary.AppendUvarint(b, uint64(len(acl)))
+	for _, a := range acl {
+		b = binary.AppendVarint(b, int64(a.Perms))
+		b = appendID(b, a.ID)
+	}
+	return b
 }
 
 func appendBytes(b, p []byte) []byte {
@@ -91,14 +143,19 @@ func appendOp(b []byte, op *Op) []byte {
 	case OpCreate:
 		b = appendBytes(b, []byte(op.Path))
 		b = append(b, byte(op.Mode))
-		b = appendBytes(b, op.Data)
+		b = appendData(b, op.Data)
+		b = appendACL(b, op.ACL)
+	case OpSetACL:
+		b = appendBytes(b, []byte(op.Path))
+		b = binary.AppendVarint(b, int64(op.Version))
+		b = appendACL(b, op.ACL)
 	case OpDelete, OpCheck:
 		b = appendBytes(b, []byte(op.Path))
 		b = binary.AppendVarint(b, int64(op.Version))
 	case OpSetData:
 		b = appendBytes(b, []byte(op.Path))
 		b = binary.AppendVarint(b, int64(op.Version))
-		b = appendBytes(b, op.Data)
+		b = appendData(b, op.Data)
 	case OpCreateSession:
 		b = binary.AppendVarint(b, int64(op.Timeout))
 	case OpMulti:
@@ -123,12 +180,17 @@ func (t *Txn) UnmarshalShared(b []byte) error { return t.unmarshal(b, true) }
 
 func (t *Txn) unmarshal(b []byte, shared bool) error {
 	d := decoder{b: b, shared: shared}
-	if v := d.byte("version"); d.err == nil && v != txnVersion {
+	v := d.byte("version")
+	if d.err == nil && v != txnVersion && v != 1 {
 		return fmt.Errorf("%w: unknown version %d", ErrTxnCorrupt, v)
 	}
+	d.v1 = v == 1
 	var n Txn
 	n.Session = int64(d.u64("session"))
 	n.Time = d.varint("time")
+	if !d.v1 {
+		n.Auth = d.ids()
+	}
 	d.op(&n.Op, true)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes", fmt.Errorf("%d left", len(d.b)))
@@ -152,6 +214,68 @@ type decoder struct {
 	off    int // bytes consumed, for messages
 	err    error
 	shared bool // byte fields alias b instead of copying it
+	v1     bool // a version 1 txn: no auth, no ACLs
+}
+
+// data decodes a node's data: nil for null, empty apart from it (version 2).
+func (d *decoder) data() []byte {
+	if d.v1 {
+		return d.bytes("data")
+	}
+	n := d.uvarintOf("data", " length")
+	switch {
+	case d.err != nil || n == 0:
+		return nil
+	case n-1 > uint64(len(d.b)):
+		d.fail("data", fmt.Errorf("length %d exceeds the %d bytes left", n-1, len(d.b)))
+		return nil
+	case n == 1:
+		return []byte{}
+	}
+	p := d.take(int(n-1), "data")
+	if d.shared {
+		return p[:len(p):len(p)]
+	}
+	return append([]byte(nil), p...)
+}
+
+// str decodes a short string (a scheme, an id).
+func (d *decoder) str(field string) string { return string(d.bytes(field)) }
+
+// ids decodes a count and that many identities.
+func (d *decoder) ids() []ID {
+	n := d.uvarint("auth count")
+	if d.err == nil && n > uint64(len(d.b))/2 { // every id takes at least 2 bytes
+		d.fail("auth count", fmt.Errorf("%d ids cannot fit in %d bytes", n, len(d.b)))
+	}
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	out := make([]ID, n)
+	for i := range out {
+		out[i] = ID{d.str("scheme"), d.str("id")}
+	}
+	return out
+}
+
+// acl decodes an ACL; count 0 is the open ACL (nil).
+func (d *decoder) acl() []ACL {
+	if d.v1 {
+		return nil
+	}
+	n := d.uvarint("acl count")
+	if d.err == nil && n > uint64(len(d.b))/3 { // every entry takes at least 3 bytes
+		d.fail("acl count", fmt.Errorf("%d entries cannot fit in %d bytes", n, len(d.b)))
+	}
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	out := make([]ACL, n)
+	for i := range out {
+		out[i].Perms = d.int32("perms")
+		out[i].ID = ID{d.str("scheme"), d.str("id")}
+	}
+	return out
 }
 
 func (d *decoder) fail(field string, err error) {
@@ -262,14 +386,19 @@ func (d *decoder) op(op *Op, top bool) {
 		if d.err == nil && !op.Mode.valid() {
 			d.fail("mode", fmt.Errorf("unknown create mode %d", op.Mode))
 		}
-		op.Data = d.bytes("data")
+		op.Data = d.data()
+		op.ACL = d.acl()
+	case OpSetACL:
+		op.Path = d.path()
+		op.Version = d.int32("version")
+		op.ACL = d.acl()
 	case OpDelete, OpCheck:
 		op.Path = d.path()
 		op.Version = d.int32("version")
 	case OpSetData:
 		op.Path = d.path()
 		op.Version = d.int32("version")
-		op.Data = d.bytes("data")
+		op.Data = d.data()
 	case OpCreateSession, OpCloseSession, OpNoop, OpMulti:
 		if !top {
 			d.fail("op type", fmt.Errorf("%v not allowed inside multi", op.Type))

@@ -89,6 +89,7 @@ const (
 	OpCreate        OpType = 1
 	OpDelete        OpType = 2
 	OpSetData       OpType = 5
+	OpSetACL        OpType = 7
 	OpCheck         OpType = 13
 	OpMulti         OpType = 14
 	OpCreateSession OpType = -10
@@ -106,6 +107,8 @@ func (t OpType) String() string {
 		return "delete"
 	case OpSetData:
 		return "setData"
+	case OpSetACL:
+		return "setACL"
 	case OpCheck:
 		return "check"
 	case OpMulti:
@@ -180,7 +183,7 @@ type Stat struct {
 	Mtime          int64 // ms since the epoch, leader time of the last change
 	Version        int32 // number of data changes
 	Cversion       int32 // number of child changes (creates + deletes)
-	Aversion       int32 // number of ACL changes (always 0: poled has no setACL)
+	Aversion       int32 // number of ACL changes
 	EphemeralOwner int64 // owning session id, 0 for persistent nodes
 	DataLength     int32
 	NumChildren    int32

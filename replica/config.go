@@ -88,6 +88,13 @@ type Config struct {
 	// Trace records the steps of every write (package trace) for GET /trace: the
 	// latency anatomy of a run. Off by default: it costs a few marks per write.
 	Trace bool `json:"trace,omitempty"`
+	// FourLetterWords is the 4lw whitelist ("*": all); empty, every word poled answers.
+	FourLetterWords []string `json:"four_letter_words,omitempty"`
+	// SuperDigest is ZooKeeper's DigestAuthenticationProvider.superDigest
+	// ("super:base64(sha1(super:password))"): the digest user that passes every ACL.
+	SuperDigest string `json:"super_digest,omitempty"`
+	// ExtendedTypes is ZooKeeper's extendedTypesEnabled: TTL nodes may be created.
+	ExtendedTypes bool `json:"extended_types,omitempty"`
 }
 
 // Defaults fills unset fields.
@@ -144,6 +151,9 @@ func (c *Config) Validate() error {
 			bad(f+".host", "missing")
 		}
 		for name, port := range map[string]int{"client_port": p.ClientPort, "peer_port": p.PeerPort, "election_port": p.ElectionPort, "admin_port": p.AdminPort} {
+			if port == 0 && unknownPortOK(name, p.ID == c.ID, len(c.Servers)) {
+				continue
+			}
 			if port < 1 || port > 65535 {
 				bad(f+"."+name, "%d is not a port", port)
 			}
@@ -196,6 +206,17 @@ func (c *Config) Validate() error {
 		bad("preload_mb", "%d is negative", c.PreloadMB)
 	}
 	return errors.Join(errs...)
+}
+
+// unknownPortOK says whether a port may be 0: a peer's client and admin ports are
+// nobody's business here (a zoo.cfg names only this server's), and a lone server's
+// peer ports are the kernel's to pick.
+func unknownPortOK(name string, self bool, servers int) bool {
+	switch name {
+	case "client_port", "admin_port":
+		return !self
+	}
+	return servers == 1
 }
 
 // LoadConfig reads a JSON config file, applies defaults and validates it. Errors name

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	var c Config
 	if file := configArg(args); file != "" {
-		fc, err := LoadConfig(file)
+		fc, err := loadAnyConfig(file, output)
 		if err != nil {
 			return nil, err
 		}
@@ -25,7 +26,7 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(output)
-	fs.String("config", "", "JSON config file (flags given too override it)")
+	fs.String("config", "", "config file: poled's JSON, or ZooKeeper's zoo.cfg with the myid in its dataDir (flags given too override it)")
 	fs.IntVar(&c.ID, "id", c.ID, "this server's id (1..N, ZooKeeper's myid)")
 	fs.Func("servers", "every server: id=host:client:peer:election:admin,... (e.g. 1=10.0.0.1:2181:2888:3888:8080)", func(s string) error {
 		p, err := ParseServers(s)
@@ -50,6 +51,12 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	fs.StringVar(&c.LinkPlan, "link-plan", c.LinkPlan, "JSON link plan (netem.Plan) applied in user space to what this server sends")
 	fs.StringVar(&c.LinkMode, "link-mode", c.LinkMode, "how the link plan is applied: user-space (default), kernel (this server's own interface: CAP_NET_ADMIN and sch_netem), auto (kernel when it can)")
 	fs.StringVar(&c.LinkDev, "link-dev", c.LinkDev, "interface for kernel links (default: the one routing to the peers)")
+	fs.StringVar(&c.SuperDigest, "super-digest", c.SuperDigest, "ZooKeeper's superDigest, super:base64(sha1(super:password)): the user every ACL admits")
+	fs.BoolVar(&c.ExtendedTypes, "extended-types", c.ExtendedTypes, "allow TTL nodes (ZooKeeper's extendedTypesEnabled)")
+	fs.Func("four-letter-words", "4lw whitelist, comma-separated, * for all (default: every word poled answers)", func(s string) error {
+		c.FourLetterWords = strings.Split(s, ",")
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -61,6 +68,23 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// loadAnyConfig reads poled's JSON or ZooKeeper's zoo.cfg, whichever file is; what a
+// zoo.cfg sets that poled ignores is written to output, a line each.
+func loadAnyConfig(file string, output io.Writer) (*Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if !IsZooConfig(b) {
+		return LoadConfig(file)
+	}
+	c, notes, err := LoadZooConfig(file)
+	for _, n := range notes {
+		fmt.Fprintln(output, "poled:", n)
+	}
+	return c, err
 }
 
 // configArg finds --config's value before the flags are parsed.

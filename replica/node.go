@@ -299,6 +299,7 @@ func (n *Node) startServers() error {
 		ServerID: int64(cfg.ID), Tick: time.Duration(cfg.Tick),
 		MinSessionTimeout: time.Duration(cfg.MinSessionTimeout), MaxSessionTimeout: time.Duration(cfg.MaxSessionTimeout),
 		Secret: secret[:], Logger: n.log.With("port", "client"), Replied: n.replied,
+		FourLetterWords: cfg.FourLetterWords, SuperDigest: cfg.SuperDigest, ExtendedTypes: cfg.ExtendedTypes,
 	}, (*clientPortView)(n))
 	if err != nil {
 		return fmt.Errorf("client port: %w", err)

@@ -9,6 +9,7 @@ packages=(
 	make git ca-certificates
 	iproute2                                  # tc's distribution tables (netem tests)
 	zookeeper                                 # real ZooKeeper and zkCli.sh (workload, zkserver tests)
+	python3-kazoo python3-pytest python3-mock python3-objgraph # kazoo's own test suite, run against ZooKeeper and poled (zkcompat)
 	qemu-system-x86 linux-image-cloud-amd64   # the VM test of the kernel netem applier
 	busybox-static xz-utils cpio              # the VM's initramfs
 	docker-compose                            # checks docker-compose.yml (the engine must run already)

@@ -37,6 +37,8 @@ type Status struct {
 	DataSize    int64 // approximate bytes of paths and data
 	Sessions    int64 // global sessions
 	UptimeMs    int64
+	// Env is envi's key=value lines after zookeeper.version (host.name, os.name, ...).
+	Env []string
 	// Leader only.
 	Followers       int64
 	SyncedFollowers int64
@@ -69,8 +71,8 @@ func FourLetterWord(first [4]byte) (string, bool) {
 }
 
 // Answer is the text the server writes for a four-letter word before closing the
-// connection. poled answers ruok, srvr, stat and mntr; the others get ZooKeeper's
-// not-whitelisted message.
+// connection. poled answers ruok, srvr, stat, mntr, envi and isro; the others get
+// ZooKeeper's not-whitelisted message.
 func Answer(word string, s Status) string {
 	switch word {
 	case "ruok":
@@ -81,8 +83,29 @@ func Answer(word string, s Status) string {
 		return FormatStat(s)
 	case "mntr":
 		return FormatMntr(s)
+	case "envi":
+		return FormatEnvi(s)
+	case "isro":
+		return "rw" // poled has no read-only mode
 	}
+	return NotWhitelisted(word)
+}
+
+// NotWhitelisted is ZooKeeper's answer to a word the whitelist leaves out.
+func NotWhitelisted(word string) string {
 	return word + " is not executed because it is not in the whitelist.\n"
+}
+
+// FormatEnvi is envi's text: "Environment:", then key=value lines, the version first
+// (clients read the server's version from it).
+func FormatEnvi(s Status) string {
+	var b strings.Builder
+	b.WriteString("Environment:\n")
+	fmt.Fprintf(&b, "zookeeper.version=%s\n", s.Version)
+	for _, kv := range s.Env {
+		b.WriteString(kv + "\n")
+	}
+	return b.String()
 }
 
 // FormatSrvr is srvr's text.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,7 @@ type conn struct {
 	log     *slog.Logger
 
 	pmu      sync.Mutex
+	auth     []datatree.ID // who the client is: its ip, the digests it added; replaced, never changed in place
 	items    []*item       // requests in arrival order, not completed yet
 	barriers int           // barrier items (reads and the like) in items
 	slots    chan struct{} // one per item in flight: bounds the pipeline
@@ -77,7 +79,7 @@ type item struct {
 
 func newConn(s *Server, nc net.Conn, sid int64, timeout time.Duration) *conn {
 	return &conn{
-		srv: s, nc: nc, sid: sid, timeout: timeout,
+		srv: s, nc: nc, sid: sid, timeout: timeout, auth: []datatree.ID{ipID(nc.RemoteAddr())},
 		log:   s.log.With("session", fmt.Sprintf("0x%x", sid), "remote", nc.RemoteAddr().String()),
 		slots: make(chan struct{}, maxPipeline), more: make(chan struct{}, 1),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
@@ -179,7 +181,7 @@ func (c *conn) push(it *item) bool {
 // submit hands a write to the backend; pmu is held, so submissions keep the
 // session's order.
 func (c *conn) submit(it *item) {
-	it.outcome = c.srv.b.Submit(datatree.Txn{Session: c.sid, Op: *it.op})
+	it.outcome = c.srv.b.Submit(datatree.Txn{Session: c.sid, Auth: c.auth, Op: *it.op})
 }
 
 // pop removes the completed head item; when it was a non-write, the writes behind
@@ -308,8 +310,8 @@ func (c *conn) prepare(it *item, req zkproto.Message) {
 	noop := datatree.Noop()
 	it.op = &noop
 	switch r := req.(type) {
-	case *zkproto.CreateRequest:
-		it.refuse = zkproto.CodeInvalidACL
+	case *zkproto.CreateRequest, *zkproto.SetACLRequest:
+		it.refuse = zkproto.CodeInvalidACL // an empty ACL
 	case *zkproto.MultiRequest:
 		_, failAt, code := multiOps(r)
 		it.refuseMulti = zkproto.FailedMulti(len(r.Ops), failAt, code)
@@ -329,7 +331,13 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		if len(r.ACL) == 0 {
 			return nil, nil
 		}
-		return write(datatree.Create(r.Path, r.Data, datatree.CreateMode(r.Flags)))
+		return write(datatree.CreateACL(r.Path, r.Data, datatree.CreateMode(r.Flags), treeACL(r.ACL)))
+	case zkproto.OpSetACL:
+		r := req.(*zkproto.SetACLRequest)
+		if len(r.ACL) == 0 {
+			return nil, nil
+		}
+		return write(datatree.SetACL(r.Path, treeACL(r.ACL), r.Version))
 	case zkproto.OpDelete:
 		r := req.(*zkproto.PathVersionRequest)
 		return write(datatree.Delete(r.Path, r.Version))
@@ -368,17 +376,8 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		return nil, func() bool { c.read(h, req); return true }
 	case zkproto.OpAuth:
 		r := req.(*zkproto.AuthPacket)
-		return nil, func() bool {
-			// poled checks no ACLs: credentials of the schemes ZooKeeper ships are
-			// accepted and ignored; ZooKeeper answers auth with zxid 0.
-			if r.Scheme == "digest" || r.Scheme == "ip" || r.Scheme == "world" {
-				c.reply(zkproto.ReplyHeader{Xid: h.Xid}, nil)
-				return true
-			}
-			c.reply(zkproto.ReplyHeader{Xid: h.Xid, Err: zkproto.CodeAuthFailed}, nil)
-			return false
-		}
-	case zkproto.OpSetACL, zkproto.OpCreateContainer, zkproto.OpCreateTTL, zkproto.OpReconfig,
+		return nil, func() bool { return c.addAuth(h.Xid, r) }
+	case zkproto.OpReconfig, zkproto.OpCreateContainer, zkproto.OpCreateTTL,
 		zkproto.OpCheckWatches, zkproto.OpRemoveWatches, zkproto.OpSetWatches2, zkproto.OpAddWatch,
 		zkproto.OpGetEphemerals, zkproto.OpGetAllChildren, zkproto.OpWhoAmI, zkproto.OpSASL:
 		return code(zkproto.CodeUnimplemented)
@@ -388,6 +387,28 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		c.replyCode(h.Xid, zkproto.CodeUnimplemented)
 		return false
 	}
+}
+
+// addAuth adds the identities of an auth packet to the connection; a scheme
+// ZooKeeper has no provider for gets AuthFailed and the connection closes, as there.
+// ZooKeeper answers auth with zxid 0.
+func (c *conn) addAuth(xid int32, r *zkproto.AuthPacket) bool {
+	ids := c.srv.identities(r.Scheme, r.Auth, c.nc.RemoteAddr())
+	if ids == nil {
+		c.reply(zkproto.ReplyHeader{Xid: xid, Err: zkproto.CodeAuthFailed}, nil)
+		return false
+	}
+	c.pmu.Lock()
+	auth := slices.Clone(c.auth)
+	for _, id := range ids {
+		if !slices.Contains(auth, id) {
+			auth = append(auth, id)
+		}
+	}
+	c.auth = auth
+	c.pmu.Unlock()
+	c.reply(zkproto.ReplyHeader{Xid: xid}, nil)
+	return true
 }
 
 // multiOps converts a multi's ops; on an op poled cannot run it returns the index
@@ -400,7 +421,7 @@ func multiOps(r *zkproto.MultiRequest) (ops []datatree.Op, failAt int, code zkpr
 			if len(cr.ACL) == 0 {
 				return nil, i, zkproto.CodeInvalidACL
 			}
-			ops = append(ops, datatree.Create(cr.Path, cr.Data, datatree.CreateMode(cr.Flags)))
+			ops = append(ops, datatree.CreateACL(cr.Path, cr.Data, datatree.CreateMode(cr.Flags), treeACL(cr.ACL)))
 		case zkproto.OpDelete:
 			pv := op.Req.(*zkproto.PathVersionRequest)
 			ops = append(ops, datatree.Delete(pv.Path, pv.Version))
@@ -470,7 +491,7 @@ func writeReply(h zkproto.RequestHeader, res datatree.Result) (zkproto.ReplyHead
 		return hdr, &zkproto.PathResponse{Path: res.Path}
 	case zkproto.OpCreate2:
 		return hdr, &zkproto.Create2Response{Path: res.Path, Stat: stat(res.Stat)}
-	case zkproto.OpSetData:
+	case zkproto.OpSetData, zkproto.OpSetACL:
 		return hdr, &zkproto.StatResponse{Stat: stat(res.Stat)}
 	}
 	return hdr, nil
@@ -500,6 +521,9 @@ func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
 			r := req.(*zkproto.PathWatchRequest)
 			var data []byte
 			var st datatree.Stat
+			if err = t.Permit(r.Path, c.auth, datatree.PermRead); err != nil {
+				break
+			}
 			if data, st, err = t.Get(r.Path); err == nil {
 				body = &zkproto.GetDataResponse{Data: data, Stat: stat(st)}
 				if r.Watch {
@@ -510,6 +534,9 @@ func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
 			r := req.(*zkproto.PathWatchRequest)
 			var kids []string
 			var st datatree.Stat
+			if err = t.Permit(r.Path, c.auth, datatree.PermRead); err != nil {
+				break
+			}
 			if kids, st, err = t.Children(r.Path); err == nil {
 				if h.Type == zkproto.OpGetChildren {
 					body = &zkproto.GetChildrenResponse{Children: kids}
@@ -521,10 +548,7 @@ func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
 				}
 			}
 		case zkproto.OpGetACL:
-			var st datatree.Stat
-			if st, err = t.Stat(req.(*zkproto.PathRequest).Path); err == nil {
-				body = &zkproto.GetACLResponse{ACL: zkproto.OpenACL, Stat: stat(st)}
-			}
+			body, err = c.getACL(t, req.(*zkproto.PathRequest).Path)
 		case zkproto.OpSetWatches:
 			c.setWatches(t, req.(*zkproto.SetWatches))
 		case zkproto.OpMultiRead:
@@ -533,6 +557,22 @@ func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
 		hdr.Err = zkproto.Code(datatree.CodeOf(err))
 		c.reply(hdr, body)
 	})
+}
+
+// getACL answers getACL: READ or ADMIN needed; without ADMIN the digests' hashes
+// are masked, as ZooKeeper 3.8 does.
+func (c *conn) getACL(t *datatree.Tree, path string) (zkproto.Message, error) {
+	if err := t.Permit(path, c.auth, datatree.PermRead|datatree.PermAdmin); err != nil {
+		return nil, err
+	}
+	acl, st, err := t.ACL(path)
+	if err != nil {
+		return nil, err
+	}
+	if t.Permit(path, c.auth, datatree.PermAdmin) != nil {
+		acl = datatree.MaskDigests(acl)
+	}
+	return &zkproto.GetACLResponse{ACL: wireACL(acl), Stat: stat(st)}, nil
 }
 
 // setWatches re-arms a reconnecting client's watches; anything that changed after
@@ -582,11 +622,17 @@ func (c *conn) multiRead(t *datatree.Tree, r *zkproto.MultiRequest) *zkproto.Mul
 		case zkproto.OpGetData:
 			var data []byte
 			var st datatree.Stat
+			if err = t.Permit(path, c.auth, datatree.PermRead); err != nil {
+				break
+			}
 			if data, st, err = t.Get(path); err == nil {
 				*res = zkproto.OpResult{Type: zkproto.OpGetData, Data: data, Stat: stat(st)}
 			}
 		case zkproto.OpGetChildren:
 			var kids []string
+			if err = t.Permit(path, c.auth, datatree.PermRead); err != nil {
+				break
+			}
 			if kids, _, err = t.Children(path); err == nil {
 				*res = zkproto.OpResult{Type: zkproto.OpGetChildren, Children: kids}
 			}

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +38,12 @@ type Config struct {
 	Version           string        // four-letter-word version line; default DefaultVersion
 	HandshakeTimeout  time.Duration // time a new connection has to complete its handshake; default 10s
 	Logger            *slog.Logger  // default: discard
+	// FourLetterWords is the 4lw whitelist ("*" for all); empty, every word poled answers.
+	FourLetterWords []string
+	// SuperDigest, "super:base64(sha1(super:password))", is the digest user every ACL admits.
+	SuperDigest string
+	// ExtendedTypes allows TTL nodes (ZooKeeper's extendedTypesEnabled).
+	ExtendedTypes bool
 	// Replied, if set, hears about each write just before its reply is queued: its zxid and
 	// when its request was read (the latency anatomy of a run). It must not block.
 	Replied func(zxid int64, recv time.Time)
@@ -209,6 +217,7 @@ func (s *Server) status(self string, sessions bool) zkproto.Status {
 		Received: s.received.Load(), Sent: s.sent.Load(), Outstanding: s.outstanding.Load(),
 		Watches: s.watches.count(), UptimeMs: time.Since(s.start).Milliseconds(),
 		Followers: bs.Followers, SyncedFollowers: bs.SyncedFollowers, PendingSyncs: bs.PendingSyncs,
+		Env: environment(),
 	}
 	s.b.Read(func(t *datatree.Tree) {
 		st.Zxid = int64(t.LastZxid())
@@ -241,6 +250,27 @@ func (s *Server) status(self string, sessions bool) zkproto.Status {
 	return st
 }
 
+// environment is envi's lines about the host and process, keyed as ZooKeeper keys them.
+func environment() []string {
+	host, _ := os.Hostname()
+	dir, _ := os.Getwd()
+	return []string{"host.name=" + host, "os.name=" + runtime.GOOS, "os.arch=" + runtime.GOARCH,
+		"user.dir=" + dir, "go.version=" + runtime.Version()}
+}
+
+// whitelisted reports whether the configuration lets word be answered.
+func (s *Server) whitelisted(word string) bool {
+	if len(s.cfg.FourLetterWords) == 0 {
+		return true
+	}
+	for _, w := range s.cfg.FourLetterWords {
+		if w == "*" || w == word {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) latency(d time.Duration) {
 	ms := d.Milliseconds()
 	s.latMu.Lock()
@@ -269,7 +299,11 @@ func (s *Server) handle(nc net.Conn) {
 	}
 	s.received.Add(1)
 	if word, ok := zkproto.FourLetterWord(first); ok {
-		io.WriteString(nc, zkproto.Answer(word, s.status(nc.RemoteAddr().String(), word == "mntr")))
+		answer := zkproto.NotWhitelisted(word)
+		if s.whitelisted(word) {
+			answer = zkproto.Answer(word, s.status(nc.RemoteAddr().String(), word == "mntr"))
+		}
+		io.WriteString(nc, answer)
 		s.sent.Add(1)
 		return
 	}
