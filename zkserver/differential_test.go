@@ -19,8 +19,9 @@ import (
 )
 
 // startRealZooKeeper runs Debian's ZooKeeper 3.8 standalone on a loopback port
-// until the test ends. Missing, the test fails under CI and skips locally.
-func startRealZooKeeper(t *testing.T) string {
+// until the test ends, with the JVM system properties props. Missing, the test fails
+// under CI and skips locally.
+func startRealZooKeeper(t *testing.T, props ...string) string {
 	t.Helper()
 	jar := os.Getenv("POLEBENCH_ZOOKEEPER_JAR")
 	if jar == "" {
@@ -47,8 +48,8 @@ func startRealZooKeeper(t *testing.T) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, java, "-XX:TieredStopAtLevel=1", "-cp", jar,
-		"-Dzookeeper.admin.enableServer=false", "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)
+	args := append([]string{"-XX:TieredStopAtLevel=1", "-cp", jar, "-Dzookeeper.admin.enableServer=false"}, props...)
+	cmd := exec.CommandContext(ctx, java, append(args, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath)...)
 	logf, err := os.Create(filepath.Join(dir, "zookeeper.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +231,88 @@ func TestDifferentialAgainstZooKeeper(t *testing.T) {
 		{0, zkproto.OpCloseSession, &zkproto.Empty{}, nil},
 	}
 	want := transcript(t, real, steps)
+	got := transcript(t, ours.addr, steps)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ours:      %s\nZooKeeper: %s", got[i], want[i])
+		}
+	}
+}
+
+// superDigest is super:test's digest, the super user kazoo's harness configures.
+const superDigest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+
+// TestDifferentialACL runs a script of ACL'd requests, from a digest user, an
+// unauthenticated session that later becomes super, against Debian's ZooKeeper 3.8
+// and poled: every answer (NoAuth, InvalidACL, BadVersion, the ACLs read back, the
+// zxids the refusals take) must be the same.
+func TestDifferentialACL(t *testing.T) {
+	t.Parallel()
+	real := startRealZooKeeper(t, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest)
+	ours := startServer(t, Config{Tick: 2 * time.Second, SuperDigest: superDigest}, nil)
+
+	user := zkproto.ACL{Perms: zkproto.PermAll, Scheme: "digest", ID: digestID("u:p")}
+	acl := func(a ...zkproto.ACL) []zkproto.ACL { return a }
+	create := func(path string, a []zkproto.ACL) *zkproto.CreateRequest {
+		return &zkproto.CreateRequest{Path: path, Data: []byte("d"), ACL: a}
+	}
+	pw := func(path string) *zkproto.PathWatchRequest { return &zkproto.PathWatchRequest{Path: path} }
+	world := func(perms int32) zkproto.ACL { return zkproto.ACL{Perms: perms, Scheme: "world", ID: "anyone"} }
+	step := func(s int, op zkproto.Op, body zkproto.Message) diffStep { return diffStep{s, op, body, nil} }
+	steps := []diffStep{
+		step(0, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")}),
+		step(0, zkproto.OpCreate, create("/a", acl(user))),
+		step(0, zkproto.OpCreate, create("/a/c", zkproto.OpenACL)),
+		step(1, zkproto.OpGetData, pw("/a")),
+		step(1, zkproto.OpGetChildren, pw("/a")),
+		step(1, zkproto.OpGetChildren2, pw("/a")),
+		step(1, zkproto.OpExists, pw("/a")),
+		step(1, zkproto.OpGetACL, &zkproto.PathRequest{Path: "/a"}),
+		step(0, zkproto.OpGetACL, &zkproto.PathRequest{Path: "/a"}),
+		step(1, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/a", Data: []byte("x"), Version: -1}),
+		step(1, zkproto.OpCreate, create("/a/b", zkproto.OpenACL)),
+		step(1, zkproto.OpDelete, &zkproto.PathVersionRequest{Path: "/a/c", Version: -1}),
+		step(1, zkproto.OpDelete, &zkproto.PathVersionRequest{Path: "/a/none", Version: -1}),
+		step(1, zkproto.OpSetACL, &zkproto.SetACLRequest{Path: "/a", ACL: zkproto.OpenACL, Version: -1}),
+		step(1, zkproto.OpMulti, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
+			{Type: zkproto.OpCheck, Req: &zkproto.PathVersionRequest{Path: "/a", Version: -1}},
+		}}),
+		step(0, zkproto.OpCreate, create("/b", acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "auth"}))),
+		step(0, zkproto.OpGetACL, &zkproto.PathRequest{Path: "/b"}),
+		step(1, zkproto.OpCreate, create("/c", acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "auth"}))),
+		step(0, zkproto.OpCreate, create("/w", acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "world", ID: "someone"}))),
+		step(0, zkproto.OpCreate, create("/f", acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "foo", ID: "bar"}))),
+		step(0, zkproto.OpCreate, create("/d", acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "digest", ID: "nocolon"}))),
+		step(0, zkproto.OpCreate, create("/i", acl(zkproto.ACL{Perms: zkproto.PermRead, Scheme: "ip", ID: "127.0.0.1"}))),
+		step(0, zkproto.OpCreate, create("/n", acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "ip", ID: "10.0.0.0/8"}))),
+		step(0, zkproto.OpCreate, create("/v", acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "ip", ID: "300.1.1.1"}))),
+		step(1, zkproto.OpGetData, pw("/i")),
+		step(1, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/i", Data: []byte("x"), Version: -1}),
+		step(1, zkproto.OpGetData, pw("/n")),
+		step(0, zkproto.OpCreate, create("/dup", acl(world(zkproto.PermAll), world(zkproto.PermAll)))),
+		step(0, zkproto.OpGetACL, &zkproto.PathRequest{Path: "/dup"}),
+		step(0, zkproto.OpCreate, create("/r", acl(zkproto.ACL{Perms: zkproto.PermRead, Scheme: "digest", ID: user.ID}))),
+		step(0, zkproto.OpGetACL, &zkproto.PathRequest{Path: "/r"}),
+		step(0, zkproto.OpSetACL, &zkproto.SetACLRequest{Path: "/a", ACL: acl(world(zkproto.PermRead)), Version: 5}),
+		step(0, zkproto.OpSetACL, &zkproto.SetACLRequest{Path: "/a", ACL: acl(world(zkproto.PermRead)), Version: 0}),
+		step(0, zkproto.OpSetACL, &zkproto.SetACLRequest{Path: "/none", ACL: zkproto.OpenACL, Version: -1}),
+		step(0, zkproto.OpSetACL, &zkproto.SetACLRequest{Path: "/a", ACL: acl(), Version: -1}),
+		step(0, zkproto.OpSetACL, &zkproto.SetACLRequest{Path: "/a", ACL: acl(zkproto.ACL{Perms: zkproto.PermAll, Scheme: "foo"}), Version: -1}),
+		step(1, zkproto.OpGetData, pw("/a")),
+		step(1, zkproto.OpSetData, &zkproto.SetDataRequest{Path: "/a", Data: []byte("x"), Version: -1}),
+		step(0, zkproto.OpGetACL, &zkproto.PathRequest{Path: "/a"}),
+		step(1, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("super:test")}),
+		step(1, zkproto.OpGetData, pw("/b")),
+		step(1, zkproto.OpSetACL, &zkproto.SetACLRequest{Path: "/b", ACL: zkproto.OpenACL, Version: 0}),
+		step(1, zkproto.OpDelete, &zkproto.PathVersionRequest{Path: "/a/c", Version: -1}),
+		step(0, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "ip", Auth: []byte("ignored")}),
+		step(0, zkproto.OpGetData, pw("/n")),
+		step(1, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "foo", Auth: []byte("x")}),
+	}
+	want := transcript(t, real, steps)
+	if testing.Verbose() {
+		t.Log(strings.Join(want, "\n"))
+	}
 	got := transcript(t, ours.addr, steps)
 	for i := range want {
 		if got[i] != want[i] {
