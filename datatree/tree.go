@@ -507,6 +507,44 @@ func (t *Tree) setACL(a *applier, op *Op) OpResult {
 	return r
 }
 
+// Ephemerals lists a session's ephemeral nodes, sorted.
+func (t *Tree) Ephemerals(session int64) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := t.sessions[session]
+	if s == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(s.ephemerals))
+}
+
+// Descendants counts the nodes under path (ZooKeeper's getAllChildrenNumber), or
+// NoNode.
+func (t *Tree) Descendants(path string) (int, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.nodes[path] == nil {
+		return 0, NoNode
+	}
+	n := 0
+	var walk func(p string)
+	walk = func(p string) {
+		for c := range t.nodes[p].children {
+			n++
+			walk(joinPath(p, c))
+		}
+	}
+	walk(path)
+	return n, nil
+}
+
+func joinPath(parent, child string) string {
+	if parent == "/" {
+		return "/" + child
+	}
+	return parent + "/" + child
+}
+
 // ACL returns a node's ACL and stat, or NoNode.
 func (t *Tree) ACL(path string) ([]ACL, Stat, error) {
 	t.mu.RLock()

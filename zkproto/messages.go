@@ -423,3 +423,41 @@ func (r *WatcherEvent) Decode(d *Decoder) {
 	r.State = d.Int("event.state")
 	r.Path = d.String("event.path")
 }
+
+// EphemeralsResponse answers getEphemerals: the session's ephemeral paths.
+type EphemeralsResponse struct{ Paths []string }
+
+func (r *EphemeralsResponse) Encode(e *Encoder) { e.Strings(r.Paths) }
+func (r *EphemeralsResponse) Decode(d *Decoder) { r.Paths = d.Strings("ephemerals") }
+
+// CountResponse answers getAllChildrenNumber.
+type CountResponse struct{ Total int32 }
+
+func (r *CountResponse) Encode(e *Encoder) { e.Int(r.Total) }
+func (r *CountResponse) Decode(d *Decoder) { r.Total = d.Int("totalNumber") }
+
+// AuthInfo is one identity of a connection, as whoAmI lists them.
+type AuthInfo struct{ Scheme, User string }
+
+// WhoAmIResponse answers whoAmI: the connection's identities, in the order it got them.
+type WhoAmIResponse struct{ Info []AuthInfo }
+
+func (r *WhoAmIResponse) Encode(e *Encoder) {
+	e.Int(int32(len(r.Info)))
+	for _, a := range r.Info {
+		e.String(a.Scheme)
+		e.String(a.User)
+	}
+}
+
+func (r *WhoAmIResponse) Decode(d *Decoder) {
+	n, null := d.length("clientInfo", 8)
+	if null {
+		r.Info = nil
+		return
+	}
+	r.Info = make([]AuthInfo, n)
+	for i := 0; i < n && d.Err() == nil; i++ {
+		r.Info[i] = AuthInfo{d.String("authScheme"), d.String("user")}
+	}
+}

@@ -16,8 +16,10 @@ func NewRequest(op Op) Message {
 		return &PathWatchRequest{}
 	case OpSetData:
 		return &SetDataRequest{}
-	case OpGetACL, OpSync:
+	case OpGetACL, OpSync, OpGetEphemerals, OpGetAllChildren:
 		return &PathRequest{}
+	case OpWhoAmI:
+		return &Empty{}
 	case OpSetACL:
 		return &SetACLRequest{}
 	case OpMulti, OpMultiRead:
@@ -51,6 +53,12 @@ func NewResponse(op Op) Message {
 		return &GetACLResponse{}
 	case OpMulti, OpMultiRead:
 		return &MultiResponse{}
+	case OpGetEphemerals:
+		return &EphemeralsResponse{}
+	case OpGetAllChildren:
+		return &CountResponse{}
+	case OpWhoAmI:
+		return &WhoAmIResponse{}
 	}
 	return &Empty{}
 }

@@ -25,7 +25,7 @@ func (s *Server) identities(scheme string, auth []byte, remote net.Addr) []datat
 	case "digest":
 		id := datatree.ID{Scheme: "digest", ID: digestID(string(auth))}
 		if s.cfg.SuperDigest != "" && id.ID == s.cfg.SuperDigest {
-			return []datatree.ID{id, datatree.Super}
+			return []datatree.ID{datatree.Super, id} // ZooKeeper's order, as whoAmI shows
 		}
 		return []datatree.ID{id}
 	case "ip":
@@ -62,4 +62,13 @@ func wireACL(acl []datatree.ACL) []zkproto.ACL {
 		out[i] = zkproto.ACL{Perms: a.Perms, Scheme: a.Scheme, ID: a.ID.ID}
 	}
 	return out
+}
+
+// userOf is the user whoAmI names for an identity: a digest's user without its hash.
+func userOf(id datatree.ID) string {
+	if id.Scheme == "digest" {
+		user, _, _ := strings.Cut(id.ID, ":")
+		return user
+	}
+	return id.ID
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -372,14 +373,15 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 			return c.replyRead(h.Xid, &zkproto.PathResponse{Path: path})
 		}
 	case zkproto.OpExists, zkproto.OpGetData, zkproto.OpGetChildren, zkproto.OpGetChildren2,
-		zkproto.OpGetACL, zkproto.OpPing, zkproto.OpSetWatches, zkproto.OpMultiRead:
+		zkproto.OpGetACL, zkproto.OpPing, zkproto.OpSetWatches, zkproto.OpMultiRead,
+		zkproto.OpGetEphemerals, zkproto.OpGetAllChildren, zkproto.OpWhoAmI:
 		return nil, func() bool { c.read(h, req); return true }
 	case zkproto.OpAuth:
 		r := req.(*zkproto.AuthPacket)
 		return nil, func() bool { return c.addAuth(h.Xid, r) }
 	case zkproto.OpReconfig, zkproto.OpCreateContainer, zkproto.OpCreateTTL,
 		zkproto.OpCheckWatches, zkproto.OpRemoveWatches, zkproto.OpSetWatches2, zkproto.OpAddWatch,
-		zkproto.OpGetEphemerals, zkproto.OpGetAllChildren, zkproto.OpWhoAmI, zkproto.OpSASL:
+		zkproto.OpSASL:
 		return code(zkproto.CodeUnimplemented)
 	}
 	// An op ZooKeeper does not know either: it answers unimplemented and hangs up.
@@ -551,12 +553,39 @@ func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
 			body, err = c.getACL(t, req.(*zkproto.PathRequest).Path)
 		case zkproto.OpSetWatches:
 			c.setWatches(t, req.(*zkproto.SetWatches))
+		case zkproto.OpGetEphemerals:
+			body = &zkproto.EphemeralsResponse{Paths: ephemerals(t, c.sid, req.(*zkproto.PathRequest).Path)}
+		case zkproto.OpGetAllChildren:
+			path := req.(*zkproto.PathRequest).Path
+			var n int
+			if err = t.Permit(path, c.auth, datatree.PermRead); err == nil {
+				n, err = t.Descendants(path)
+				body = &zkproto.CountResponse{Total: int32(n)}
+			}
+		case zkproto.OpWhoAmI:
+			r := &zkproto.WhoAmIResponse{Info: []zkproto.AuthInfo{}}
+			for _, id := range c.auth {
+				r.Info = append(r.Info, zkproto.AuthInfo{Scheme: id.Scheme, User: userOf(id)})
+			}
+			body = r
 		case zkproto.OpMultiRead:
 			body = c.multiRead(t, req.(*zkproto.MultiRequest))
 		}
 		hdr.Err = zkproto.Code(datatree.CodeOf(err))
 		c.reply(hdr, body)
 	})
+}
+
+// ephemerals is getEphemerals' answer: the session's ephemerals whose path starts
+// with prefix (as a string: "/a" matches "/ab"); empty or "/" is all of them.
+func ephemerals(t *datatree.Tree, sid int64, prefix string) []string {
+	out := []string{}
+	for _, p := range t.Ephemerals(sid) {
+		if prefix == "" || strings.TrimSpace(prefix) == "/" || strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // getACL answers getACL: READ or ADMIN needed; without ADMIN the digests' hashes

@@ -151,6 +151,10 @@ func normalizeStats(v reflect.Value, sessions map[int64]int64) {
 			slices.Sort(r.Children)
 		case *zkproto.OpResult:
 			slices.Sort(r.Children)
+		case *zkproto.EphemeralsResponse:
+			slices.Sort(r.Paths) // a hash set's order too
+		case *zkproto.WhoAmIResponse:
+			slices.SortFunc(r.Info, func(a, b zkproto.AuthInfo) int { return strings.Compare(a.Scheme+" "+a.User, b.Scheme+" "+b.User) })
 		}
 		if st, ok := v.Addr().Interface().(*zkproto.Stat); ok {
 			st.Ctime, st.Mtime = 0, 0
@@ -308,6 +312,59 @@ func TestDifferentialACL(t *testing.T) {
 		step(0, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "ip", Auth: []byte("ignored")}),
 		step(0, zkproto.OpGetData, pw("/n")),
 		step(1, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "foo", Auth: []byte("x")}),
+	}
+	want := transcript(t, real, steps)
+	if testing.Verbose() {
+		t.Log(strings.Join(want, "\n"))
+	}
+	got := transcript(t, ours.addr, steps)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ours:      %s\nZooKeeper: %s", got[i], want[i])
+		}
+	}
+}
+
+// TestDifferentialReads covers the reads ZooKeeper 3.6+ added that poled answers:
+// getEphemerals (prefixes are string prefixes), getAllChildrenNumber (NoNode, NoAuth,
+// the root) and whoAmI (the connection's identities, a set: ZooKeeper's order is a
+// hash map's).
+func TestDifferentialReads(t *testing.T) {
+	t.Parallel()
+	real := startRealZooKeeper(t, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest)
+	ours := startServer(t, Config{Tick: 2 * time.Second, SuperDigest: superDigest}, nil)
+	create := func(path string, mode int32, acl []zkproto.ACL) *zkproto.CreateRequest {
+		return &zkproto.CreateRequest{Path: path, ACL: acl, Flags: mode}
+	}
+	path := func(p string) *zkproto.PathRequest { return &zkproto.PathRequest{Path: p} }
+	step := func(s int, op zkproto.Op, body zkproto.Message) diffStep { return diffStep{s, op, body, nil} }
+	private := []zkproto.ACL{{Perms: zkproto.PermAll, Scheme: "digest", ID: digestID("u:p")}}
+	steps := []diffStep{
+		step(0, zkproto.OpCreate, create("/e", zkproto.ModeEphemeral, zkproto.OpenACL)),
+		step(0, zkproto.OpCreate, create("/e2", zkproto.ModeEphemeral, zkproto.OpenACL)),
+		step(0, zkproto.OpCreate, create("/p", zkproto.ModePersistent, zkproto.OpenACL)),
+		step(0, zkproto.OpCreate, create("/p/q", zkproto.ModePersistent, zkproto.OpenACL)),
+		step(0, zkproto.OpCreate, create("/p/q/e", zkproto.ModeEphemeral, zkproto.OpenACL)),
+		step(0, zkproto.OpCreate, create("/s", zkproto.ModePersistent, private)),
+		step(0, zkproto.OpCreate, create("/s/t", zkproto.ModePersistent, zkproto.OpenACL)),
+		step(1, zkproto.OpCreate, create("/x", zkproto.ModeEphemeral, zkproto.OpenACL)),
+		step(0, zkproto.OpGetEphemerals, path("")),
+		step(0, zkproto.OpGetEphemerals, path("/")),
+		step(0, zkproto.OpGetEphemerals, path("/e")),
+		step(0, zkproto.OpGetEphemerals, path("/p/")),
+		step(0, zkproto.OpGetEphemerals, path("/none")),
+		step(1, zkproto.OpGetEphemerals, path("/")),
+		step(0, zkproto.OpGetAllChildren, path("/p")),
+		step(0, zkproto.OpGetAllChildren, path("/")),
+		step(0, zkproto.OpGetAllChildren, path("/p/q/e")),
+		step(0, zkproto.OpGetAllChildren, path("/none")),
+		step(0, zkproto.OpGetAllChildren, path("/s")),
+		step(0, zkproto.OpWhoAmI, &zkproto.Empty{}),
+		step(0, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")}),
+		step(0, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("u:p")}),
+		step(0, zkproto.OpGetAllChildren, path("/s")),
+		step(0, zkproto.OpAuth, &zkproto.AuthPacket{Scheme: "digest", Auth: []byte("super:test")}),
+		step(0, zkproto.OpWhoAmI, &zkproto.Empty{}),
 	}
 	want := transcript(t, real, steps)
 	if testing.Verbose() {
