@@ -57,7 +57,7 @@ var phaseField = [...]string{"header", "session count", "session", "node count",
 
 // NewLoader starts loading a snapshot.
 func NewLoader() *Loader {
-	return &Loader{t: &Tree{nodes: map[string]*node{}, sessions: map[int64]*session{}}}
+	return &Loader{t: &Tree{nodes: map[string]*node{}, sessions: map[int64]*session{}, extended: map[string]struct{}{}}}
 }
 
 // Write loads every item p completes. It fails, with an ErrSnapshotCorrupt error that

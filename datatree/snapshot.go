@@ -245,10 +245,10 @@ func (t *Tree) addLoaded(path, prev string, n *node) error {
 	if parent == nil {
 		return fmt.Errorf("path %s has no parent", quote(path))
 	}
-	if parent.st.ephemeralOwner != 0 {
+	if kindOf(parent.st.ephemeralOwner) == sessionNode {
 		return fmt.Errorf("path %s is the child of an ephemeral", quote(path))
 	}
-	if o := n.st.ephemeralOwner; o != 0 && t.sessions[o] == nil {
+	if o := n.st.ephemeralOwner; kindOf(o) == sessionNode && t.sessions[o] == nil {
 		return fmt.Errorf("ephemeral %s owned by unknown session 0x%x", quote(path), o)
 	}
 	t.link(path, n)

@@ -37,7 +37,7 @@ func (n *node) stat() Stat {
 	return Stat{
 		Czxid: n.st.czxid, Mzxid: n.st.mzxid, Ctime: n.st.ctime, Mtime: n.st.mtime,
 		Version: n.st.version, Cversion: n.st.cversion*2 - nc, Aversion: n.st.aversion,
-		EphemeralOwner: n.st.ephemeralOwner, DataLength: int32(len(n.data)),
+		EphemeralOwner: clientOwner(n.st.ephemeralOwner), DataLength: int32(len(n.data)),
 		NumChildren: nc, Pzxid: n.st.pzxid,
 	}
 }
@@ -63,6 +63,8 @@ type Tree struct {
 	lastZxid   zab.Zxid
 	size       int64 // sum of len(path)+len(data): ZooKeeper's approximate data size
 	ephemerals int
+	// extended are the container and TTL nodes, the reaper's candidates.
+	extended map[string]struct{}
 	// views are snapshots being written: Apply saves a node's state as of a view's
 	// start before it first changes the node (copy on write).
 	views []*View
@@ -74,7 +76,7 @@ type Tree struct {
 // New returns the tree a fresh ZooKeeper 3.8 server starts with: "/",
 // "/zookeeper", "/zookeeper/quota" and "/zookeeper/config", all with zero stats.
 func New() *Tree {
-	t := &Tree{nodes: map[string]*node{}, sessions: map[int64]*session{}}
+	t := &Tree{nodes: map[string]*node{}, sessions: map[int64]*session{}, extended: map[string]struct{}{}}
 	t.nodes["/"] = &node{}
 	t.size = 1
 	for _, p := range []string{"/zookeeper", "/zookeeper/quota", "/zookeeper/config"} {
@@ -110,9 +112,12 @@ func (t *Tree) link(path string, n *node) {
 	parent.children[baseOf(path)] = struct{}{}
 	t.nodes[path] = n
 	t.size += int64(len(path) + len(n.data))
-	if o := n.st.ephemeralOwner; o != 0 {
-		t.sessions[o].ephemerals[path] = struct{}{}
+	switch kindOf(n.st.ephemeralOwner) {
+	case sessionNode:
+		t.sessions[n.st.ephemeralOwner].ephemerals[path] = struct{}{}
 		t.ephemerals++
+	case containerNode, ttlNode:
+		t.extended[path] = struct{}{}
 	}
 }
 
@@ -127,9 +132,12 @@ func (t *Tree) unlink(path string, n *node) {
 	}
 	delete(t.nodes, path)
 	t.size -= int64(len(path) + len(n.data))
-	if o := n.st.ephemeralOwner; o != 0 {
-		delete(t.sessions[o].ephemerals, path)
+	switch kindOf(n.st.ephemeralOwner) {
+	case sessionNode:
+		delete(t.sessions[n.st.ephemeralOwner].ephemerals, path)
 		t.ephemerals--
+	case containerNode, ttlNode:
+		delete(t.extended, path)
 	}
 }
 
@@ -202,6 +210,12 @@ func (t *Tree) Apply(zxid zab.Zxid, txn Txn) Result {
 		t.closeSession(a, txn.Session)
 	case OpMulti:
 		r.Err, r.Ops = t.multi(a, txn.Ops)
+	case OpDeleteContainer:
+		if txn.Session != 0 {
+			r.Err = BadArguments // the server's own txn
+			break
+		}
+		r.OpResult = t.deleteContainer(a, &txn.Op)
 	case OpCreate, OpDelete, OpSetData, OpCheck, OpSetACL:
 		if !t.live(txn.Session) {
 			r.Err = SessionExpired
@@ -322,8 +336,8 @@ func (a *applier) allowed(n *node, perm int32) bool {
 func (t *Tree) create(a *applier, op *Op) OpResult {
 	r := OpResult{Type: OpCreate}
 	seq := op.Mode.IsSequential()
-	if !op.Mode.valid() || (op.Mode.IsEphemeral() && a.session == 0) ||
-		len(op.Data) > MaxDataSize || validateCreatePath(op.Path, seq) != nil {
+	if !op.Mode.valid() || (op.Mode.IsEphemeral() && a.session == 0) || (op.Mode.IsTTL() != (op.TTL != 0)) ||
+		op.TTL < 0 || op.TTL > MaxTTL || len(op.Data) > MaxDataSize || validateCreatePath(op.Path, seq) != nil {
 		r.Err = BadArguments
 		return r
 	}
@@ -350,13 +364,18 @@ func (t *Tree) create(a *applier, op *Op) OpResult {
 		r.Err = NodeExists
 		return r
 	}
-	if parent.st.ephemeralOwner != 0 {
+	if kindOf(parent.st.ephemeralOwner) == sessionNode {
 		r.Err = NoChildrenForEphemerals
 		return r
 	}
 	var owner int64
-	if op.Mode.IsEphemeral() {
+	switch {
+	case op.Mode.IsEphemeral():
 		owner = a.session
+	case op.Mode.IsContainer():
+		owner = containerOwner
+	case op.Mode.IsTTL():
+		owner = ttlMask | op.TTL
 	}
 	n := &node{data: op.Data, acl: acl, st: pstat{
 		czxid: a.zxid, mzxid: a.zxid, pzxid: a.zxid, ctime: a.time, mtime: a.time, ephemeralOwner: owner,
@@ -674,7 +693,7 @@ func (t *Tree) Clone() *Tree {
 	defer t.mu.RUnlock()
 	c := &Tree{
 		nodes: make(map[string]*node, len(t.nodes)), sessions: make(map[int64]*session, len(t.sessions)),
-		lastZxid: t.lastZxid, size: t.size, ephemerals: t.ephemerals,
+		lastZxid: t.lastZxid, size: t.size, ephemerals: t.ephemerals, extended: maps.Clone(t.extended),
 	}
 	for p, n := range t.nodes {
 		m := *n

@@ -3,6 +3,7 @@ package datatree
 import (
 	"bytes"
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -174,7 +175,7 @@ func TestErrors(t *testing.T) {
 		{"create too big", 0, Create("/big", big, Persistent), BadArguments},
 		{"create max size", 0, Create("/max", big[:MaxDataSize], Persistent), Ok},
 		{"create ephemeral without session", 0, Create("/e", nil, Ephemeral), BadArguments},
-		{"create bad mode", 0, Create("/m", nil, CreateMode(4)), BadArguments},
+		{"create bad mode", 0, Create("/m", nil, CreateMode(7)), BadArguments},
 		{"create expired session", 0x99, Create("/s", nil, Persistent), SessionExpired},
 		{"create seq trailing slash", 0, Create("/a/", nil, PersistentSequential), Ok},
 		{"create trailing slash", 0, Create("/a/", nil, Persistent), BadArguments},
@@ -200,6 +201,22 @@ func TestErrors(t *testing.T) {
 		{"createSession no timeout", 5, CreateSession(0), BadArguments},
 		{"closeSession unknown", 0x99, CloseSession(), Ok},
 		{"unknown op", 0, Op{Type: OpType(99)}, Unimplemented},
+		{"create TTL without a TTL", 0, Create("/t", nil, PersistentWithTTL), BadArguments},
+		{"create TTL too long", 0, CreateTTL("/t", nil, PersistentWithTTL, nil, MaxTTL+1), BadArguments},
+		{"create persistent with a TTL", 0, Op{Type: OpCreate, Path: "/t", TTL: 5}, BadArguments},
+		{"create TTL", 0, CreateTTL("/t", nil, PersistentSequentialWithTTL, nil, MaxTTL), Ok},
+		{"create container", 0, Create("/c", nil, Container), Ok},
+		{"create ephemeral container child", sess, Create("/a/e", nil, Ephemeral), Ok},
+		{"deleteContainer of a persistent node", 0, DeleteContainer("/a/b"), BadVersion},
+		{"deleteContainer not empty", 0, DeleteContainer("/a"), NotEmpty},
+		{"deleteContainer missing", 0, DeleteContainer("/nope"), NoNode},
+		{"deleteContainer from a session", sess, DeleteContainer("/a/b"), BadArguments},
+		{"create bad ACL", 0, CreateACL("/x", nil, Persistent, []ACL{{PermAll, ID{"world", "me"}}}), InvalidACL},
+		{"create unknown scheme", 0, CreateACL("/x", nil, Persistent, []ACL{{PermAll, ID{"foo", "me"}}}), InvalidACL},
+		{"create auth without digest", 0, CreateACL("/x", nil, Persistent, []ACL{{PermAll, ID{"auth", ""}}}), InvalidACL},
+		{"setACL bad version", 0, SetACL("/a", OpenACL(), 3), BadVersion},
+		{"setACL missing", 0, SetACL("/nope", OpenACL(), -1), NoNode},
+		{"setACL", 0, SetACL("/a", []ACL{{PermRead, Anyone}}, 0), Ok},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -561,5 +578,59 @@ func TestConcurrentReads(t *testing.T) {
 	}
 	if tr.LastZxid() != 2000 {
 		t.Errorf("last %v", tr.LastZxid())
+	}
+}
+
+// Containers go once their last child does (never before they had one), TTL nodes
+// once childless and unchanged for their TTL; the reaper's delete re-checks, so a
+// node that changed after it was picked stays.
+func TestReaping(t *testing.T) {
+	h := newHarness(t)
+	h.ok(0, Create("/c", nil, Container))
+	h.ok(0, Create("/fresh", nil, Container))
+	h.ok(0, Create("/c/x", nil, Persistent))
+	created := h.ok(0, CreateTTL("/t", nil, PersistentWithTTL, nil, 1550)) // at time 4000: due after 5550
+	if st := h.stat("/t"); st.EphemeralOwner != 0 || created.Stat.EphemeralOwner != 0 {
+		t.Errorf("TTL node's ephemeral owner %#x, want 0 (as ZooKeeper shows it)", uint64(st.EphemeralOwner))
+	}
+	if n := h.tree.nodes["/c"]; n.st.ephemeralOwner != math.MinInt64 || h.stat("/c").EphemeralOwner != 0 {
+		t.Errorf("container's ephemeral owner %#x (shown %#x), want 0x8000000000000000 (shown 0)", uint64(n.st.ephemeralOwner), h.stat("/c").EphemeralOwner)
+	}
+	if n := h.tree.nodes["/t"]; n.st.ephemeralOwner != -1<<56|1550 {
+		t.Errorf("TTL node's stored owner %#x, want ZooKeeper's 0xff0000000000060e", uint64(n.st.ephemeralOwner))
+	}
+	if got := h.tree.Reapable(5000); len(got) != 0 {
+		t.Errorf("reapable at 5000: %v, want none", got)
+	}
+	h.ok(0, Delete("/c/x", -1)) // zxid 5, time 5000
+	if got := h.tree.Reapable(5501); !slices.Equal(got, []string{"/c"}) {
+		t.Errorf("reapable at 5501: %v, want [/c]", got)
+	}
+	if got := h.tree.Reapable(5600); !slices.Equal(got, []string{"/c", "/t"}) {
+		t.Errorf("reapable at 5600: %v, want [/c /t]", got)
+	}
+	if r := h.apply(0, DeleteContainer("/t")); r.Err != Ok { // time 6000: due
+		t.Errorf("deleteContainer /t: %v", r.Err)
+	}
+	h.ok(0, SetData("/fresh", nil, -1))
+	if r := h.apply(0, DeleteContainer("/fresh")); r.Err != BadVersion {
+		t.Errorf("deleteContainer of a never-used container: %v, want bad version", r.Err)
+	}
+	r := h.ok(0, DeleteContainer("/c"))
+	if !slices.Equal(r.Events, []Event{{EventNodeDeleted, "/c"}, {EventNodeChildrenChanged, "/"}}) {
+		t.Errorf("events %v", r.Events)
+	}
+	loaded, err := LoadSnapshot(bytes.NewReader(snapshotBytes(t, h.tree)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The loaded tree knows its containers too.
+	for i, op := range []Op{Create("/fresh/k", nil, Persistent), Delete("/fresh/k", -1)} {
+		if r := loaded.Apply(h.zxid+zab.Zxid(i+1), Txn{Time: 9000, Op: op}); r.Err != Ok {
+			t.Fatal(r.Err)
+		}
+	}
+	if got := loaded.Reapable(1 << 40); !slices.Equal(got, []string{"/fresh"}) || loaded.EphemeralCount() != 0 {
+		t.Errorf("a loaded tree reaps %v (want [/fresh]) and counts %d ephemerals", got, loaded.EphemeralCount())
 	}
 }

@@ -20,6 +20,7 @@ type Op struct {
 	Version int32 // expected version, -1 for any
 	Timeout int32 // session timeout in ms (createSession)
 	ACL     []ACL // as the client sent it (create, setACL); nil is the open ACL
+	TTL     int64 // ms, a TTL node's create (its mode says so); 0 otherwise
 	Ops     []Op
 }
 
@@ -80,7 +81,8 @@ func Noop() Op { return Op{Type: OpNoop} }
 //	txn  = version:u8(2) session:u64 time:varint auth op
 //	auth = count:uvarint { scheme id }
 //	op   = type:i8 body
-//	body = create: path mode:u8 data acl | delete, check: path version:varint |
+//	body = create: path mode:u8 data acl [ttl:varint, TTL modes only] |
+//	       delete, check: path version:varint | deleteContainer: path |
 //	       setData: path version:varint data | setACL: path version:varint acl |
 //	       createSession: timeout:varint |
 //	       multi: count:uvarint op* (no nested multi) | closeSession, noop: empty
@@ -145,6 +147,11 @@ func appendOp(b []byte, op *Op) []byte {
 		b = append(b, byte(op.Mode))
 		b = appendData(b, op.Data)
 		b = appendACL(b, op.ACL)
+		if op.Mode.IsTTL() {
+			b = binary.AppendVarint(b, op.TTL)
+		}
+	case OpDeleteContainer:
+		b = appendBytes(b, []byte(op.Path))
 	case OpSetACL:
 		b = appendBytes(b, []byte(op.Path))
 		b = binary.AppendVarint(b, int64(op.Version))
@@ -388,6 +395,11 @@ func (d *decoder) op(op *Op, top bool) {
 		}
 		op.Data = d.data()
 		op.ACL = d.acl()
+		if op.Mode.IsTTL() && !d.v1 {
+			op.TTL = d.varint("ttl")
+		}
+	case OpDeleteContainer:
+		op.Path = d.path()
 	case OpSetACL:
 		op.Path = d.path()
 		op.Version = d.int32("version")

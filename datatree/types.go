@@ -85,16 +85,18 @@ func CodeOf(err error) Code {
 type OpType int8
 
 const (
-	OpNoop          OpType = 0 // does nothing; advances LastZxid (e.g. a new leader's first txn)
-	OpCreate        OpType = 1
-	OpDelete        OpType = 2
-	OpSetData       OpType = 5
-	OpSetACL        OpType = 7
-	OpCheck         OpType = 13
-	OpMulti         OpType = 14
-	OpCreateSession OpType = -10
-	OpCloseSession  OpType = -11
-	OpError         OpType = -1 // only in multi results: the op did not take effect
+	OpNoop    OpType = 0 // does nothing; advances LastZxid (e.g. a new leader's first txn)
+	OpCreate  OpType = 1
+	OpDelete  OpType = 2
+	OpSetData OpType = 5
+	OpSetACL  OpType = 7
+	OpCheck   OpType = 13
+	OpMulti   OpType = 14
+	// OpDeleteContainer is the reaper's delete of a due container or TTL node.
+	OpDeleteContainer OpType = 20
+	OpCreateSession   OpType = -10
+	OpCloseSession    OpType = -11
+	OpError           OpType = -1 // only in multi results: the op did not take effect
 )
 
 func (t OpType) String() string {
@@ -113,6 +115,8 @@ func (t OpType) String() string {
 		return "check"
 	case OpMulti:
 		return "multi"
+	case OpDeleteContainer:
+		return "deleteContainer"
 	case OpCreateSession:
 		return "createSession"
 	case OpCloseSession:
@@ -131,6 +135,12 @@ const (
 	Ephemeral            CreateMode = 1
 	PersistentSequential CreateMode = 2
 	EphemeralSequential  CreateMode = 3
+	// Container is deleted once it has had children and has none left.
+	Container CreateMode = 4
+	// PersistentWithTTL and PersistentSequentialWithTTL are deleted once childless
+	// and unchanged for their TTL (ZooKeeper's extended types).
+	PersistentWithTTL           CreateMode = 5
+	PersistentSequentialWithTTL CreateMode = 6
 )
 
 // IsEphemeral reports whether nodes of this mode die with their session.
@@ -138,10 +148,10 @@ func (m CreateMode) IsEphemeral() bool { return m == Ephemeral || m == Ephemeral
 
 // IsSequential reports whether the server appends a %010d counter to the name.
 func (m CreateMode) IsSequential() bool {
-	return m == PersistentSequential || m == EphemeralSequential
+	return m == PersistentSequential || m == EphemeralSequential || m == PersistentSequentialWithTTL
 }
 
-func (m CreateMode) valid() bool { return m >= Persistent && m <= EphemeralSequential }
+func (m CreateMode) valid() bool { return m >= Persistent && m <= PersistentSequentialWithTTL }
 
 // EventType is ZooKeeper's Watcher.Event.EventType for node events.
 type EventType int32

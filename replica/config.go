@@ -95,6 +95,9 @@ type Config struct {
 	SuperDigest string `json:"super_digest,omitempty"`
 	// ExtendedTypes is ZooKeeper's extendedTypesEnabled: TTL nodes may be created.
 	ExtendedTypes bool `json:"extended_types,omitempty"`
+	// ContainerCheck is how often the leader deletes the containers and TTL nodes
+	// that are due (ZooKeeper's znode.container.checkIntervalMs; default 60s).
+	ContainerCheck Duration `json:"container_check,omitempty"`
 }
 
 // Defaults fills unset fields.
@@ -115,6 +118,9 @@ func (c *Config) Defaults() {
 	}
 	if c.SnapWindow == 0 {
 		c.SnapWindow = zab.DefaultWindow
+	}
+	if c.ContainerCheck == 0 {
+		c.ContainerCheck = Duration(time.Minute)
 	}
 	if c.Oracle.Name == "" {
 		c.Oracle.Name = score.History
@@ -193,7 +199,7 @@ func (c *Config) Validate() error {
 	if c.InitialLeader != 0 && !ids[c.InitialLeader] {
 		bad("initial_leader", "%d is not one of the servers", c.InitialLeader)
 	}
-	if c.Tick < 0 || c.Heartbeat < 0 || c.MinSessionTimeout < 0 || c.MaxSessionTimeout < 0 {
+	if c.Tick < 0 || c.Heartbeat < 0 || c.MinSessionTimeout < 0 || c.MaxSessionTimeout < 0 || c.ContainerCheck < 0 {
 		bad("tick/heartbeat/session timeouts", "must not be negative")
 	}
 	if c.MinSessionTimeout > c.MaxSessionTimeout {

@@ -79,8 +79,9 @@ type Node struct {
 	hiccups atomic.Pointer[hiccup.Meter]
 
 	// Loop-owned state.
-	tracker *zkserver.SessionTracker // leader only
-	touched map[int64]bool           // follower: touches to forward
+	tracker  *zkserver.SessionTracker // leader only
+	touched  map[int64]bool           // follower: touches to forward
+	lastReap time.Time                // leader: when containers and TTL nodes were last reaped
 }
 
 type submit struct {
@@ -537,6 +538,23 @@ func (n *Node) onTick() {
 			n.log.Info("session expired", "session", fmt.Sprintf("0x%x", id))
 			n.onSubmit(submit{txn: datatree.Txn{Session: id, Time: time.Now().UnixMilli(), Op: datatree.CloseSession()}})
 		}
+		n.reap()
+	}
+}
+
+// reap deletes, every ContainerCheck, the containers and TTL nodes that are due, as
+// ZooKeeper's ContainerManager does on its leader: each through a deleteContainer
+// txn that re-checks on apply, so one a client changed meanwhile stays.
+func (n *Node) reap() {
+	now := time.Now()
+	if now.Sub(n.lastReap) < time.Duration(n.cfg.ContainerCheck) {
+		return
+	}
+	n.lastReap = now
+	var due []string
+	n.d.Read(func(t *datatree.Tree) { due = t.Reapable(now.UnixMilli()) })
+	for _, p := range due {
+		n.onSubmit(submit{txn: datatree.Txn{Time: now.UnixMilli(), Op: datatree.DeleteContainer(p)}})
 	}
 }
 

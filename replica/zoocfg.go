@@ -240,8 +240,10 @@ func (z *zooParser) servers(c *Config, client, admin int) error {
 			continue
 		}
 		id, err := strconv.Atoi(strings.TrimPrefix(key, "server."))
-		if err != nil || id < 1 || id > 255 {
-			return z.errf(key, "server id %q is not 1..255", strings.TrimPrefix(key, "server."))
+		// 255 would make session ids that read as TTL nodes' owners (ZooKeeper refuses
+		// it with extended types on); poled refuses it always.
+		if err != nil || id < 1 || id > 254 {
+			return z.errf(key, "server id %q is not 1..254", strings.TrimPrefix(key, "server."))
 		}
 		p, err := parseZooServer(z.vals[key])
 		if err != nil {

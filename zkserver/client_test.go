@@ -368,7 +368,7 @@ func TestSessionExpiresWhenClientVanishes(t *testing.T) {
 	f := startServer(t, Config{}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go f.b.Run(ctx, testTick)
+	go f.b.Run(ctx, testTick, 0)
 
 	var g gate
 	c, events, err := zk.Connect([]string{f.addr}, 200*time.Millisecond, zk.WithLogger(quietLogger{}), zk.WithDialer(g.dial))

@@ -76,6 +76,9 @@ type item struct {
 	// zxid there (an error txn): poled submits a no-op for it and answers this.
 	refuse      zkproto.Code
 	refuseMulti []zkproto.OpResult
+	// subTypes are a multi's op types: a container's or TTL node's create answers
+	// with a create2 result, a plain create with a create one.
+	subTypes []zkproto.Op
 }
 
 func newConn(s *Server, nc net.Conn, sid int64, timeout time.Duration) *conn {
@@ -304,6 +307,11 @@ func (c *conn) prepare(it *item, req zkproto.Message) {
 	// before them.
 	defer func() { it.barrier = it.op == nil && it.hdr.Type != zkproto.OpPing }()
 	it.op, it.run = c.prepareOp(it.hdr, req)
+	if r, ok := req.(*zkproto.MultiRequest); ok && it.hdr.Type == zkproto.OpMulti {
+		for _, op := range r.Ops {
+			it.subTypes = append(it.subTypes, op.Type)
+		}
+	}
 	if it.op != nil || it.run != nil {
 		return
 	}
@@ -311,10 +319,12 @@ func (c *conn) prepare(it *item, req zkproto.Message) {
 	noop := datatree.Noop()
 	it.op = &noop
 	switch r := req.(type) {
-	case *zkproto.CreateRequest, *zkproto.SetACLRequest:
+	case *zkproto.CreateRequest, *zkproto.CreateTTLRequest:
+		_, it.refuse = c.createOp(it.hdr.Type, r)
+	case *zkproto.SetACLRequest:
 		it.refuse = zkproto.CodeInvalidACL // an empty ACL
 	case *zkproto.MultiRequest:
-		_, failAt, code := multiOps(r)
+		_, failAt, code := c.multiOps(r)
 		it.refuseMulti = zkproto.FailedMulti(len(r.Ops), failAt, code)
 	}
 }
@@ -327,12 +337,12 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		return nil, func() bool { return c.replyCode(h.Xid, code) }
 	}
 	switch h.Type {
-	case zkproto.OpCreate, zkproto.OpCreate2:
-		r := req.(*zkproto.CreateRequest)
-		if len(r.ACL) == 0 {
+	case zkproto.OpCreate, zkproto.OpCreate2, zkproto.OpCreateContainer, zkproto.OpCreateTTL:
+		op, refuse := c.createOp(h.Type, req)
+		if refuse != zkproto.CodeOK {
 			return nil, nil
 		}
-		return write(datatree.CreateACL(r.Path, r.Data, datatree.CreateMode(r.Flags), treeACL(r.ACL)))
+		return write(op)
 	case zkproto.OpSetACL:
 		r := req.(*zkproto.SetACLRequest)
 		if len(r.ACL) == 0 {
@@ -350,7 +360,7 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		return write(datatree.Check(r.Path, r.Version))
 	case zkproto.OpMulti:
 		r := req.(*zkproto.MultiRequest)
-		ops, failAt, _ := multiOps(r)
+		ops, failAt, _ := c.multiOps(r)
 		if failAt >= 0 {
 			return nil, nil
 		}
@@ -379,7 +389,7 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 	case zkproto.OpAuth:
 		r := req.(*zkproto.AuthPacket)
 		return nil, func() bool { return c.addAuth(h.Xid, r) }
-	case zkproto.OpReconfig, zkproto.OpCreateContainer, zkproto.OpCreateTTL,
+	case zkproto.OpReconfig,
 		zkproto.OpCheckWatches, zkproto.OpRemoveWatches, zkproto.OpSetWatches2, zkproto.OpAddWatch,
 		zkproto.OpSASL:
 		return code(zkproto.CodeUnimplemented)
@@ -413,17 +423,51 @@ func (c *conn) addAuth(xid int32, r *zkproto.AuthPacket) bool {
 	return true
 }
 
+// createOp is the state change of a create of any kind (create, create2,
+// createContainer, createTTL), or the code ZooKeeper refuses it with before it
+// reaches the tree: a TTL mode without the extended types is unimplemented, a TTL out
+// of range (or one for a mode without) bad arguments, an empty ACL invalid.
+func (c *conn) createOp(typ zkproto.Op, req zkproto.Message) (datatree.Op, zkproto.Code) {
+	var r *zkproto.CreateRequest
+	ttl := int64(-1) // what ZooKeeper's non-TTL creates carry
+	switch v := req.(type) {
+	case *zkproto.CreateRequest:
+		r = v
+	case *zkproto.CreateTTLRequest:
+		r, ttl = &v.CreateRequest, v.TTL
+	}
+	mode := datatree.CreateMode(r.Flags)
+	switch { // in ZooKeeper's order: the extended types, the TTL, the ACL
+	case mode.IsTTL() && !c.srv.cfg.ExtendedTypes:
+		return datatree.Op{}, zkproto.CodeUnimplemented
+	case mode.IsTTL() && (ttl <= 0 || ttl > datatree.MaxTTL), !mode.IsTTL() && ttl >= 0:
+		return datatree.Op{}, zkproto.CodeBadArguments
+	case len(r.ACL) == 0:
+		return datatree.Op{}, zkproto.CodeInvalidACL
+	}
+	switch {
+	case typ == zkproto.OpCreateContainer:
+		mode = datatree.Container // its txn makes a container whatever the flags
+	case mode.IsContainer():
+		mode = datatree.Persistent // a plain create's txn knows ephemeral or not only
+	}
+	if !mode.IsTTL() {
+		ttl = 0
+	}
+	return datatree.CreateTTL(r.Path, r.Data, mode, treeACL(r.ACL), ttl), zkproto.CodeOK
+}
+
 // multiOps converts a multi's ops; on an op poled cannot run it returns the index
 // and code of the failure ZooKeeper would report.
-func multiOps(r *zkproto.MultiRequest) (ops []datatree.Op, failAt int, code zkproto.Code) {
+func (c *conn) multiOps(r *zkproto.MultiRequest) (ops []datatree.Op, failAt int, code zkproto.Code) {
 	for i, op := range r.Ops {
 		switch op.Type {
-		case zkproto.OpCreate, zkproto.OpCreate2:
-			cr := op.Req.(*zkproto.CreateRequest)
-			if len(cr.ACL) == 0 {
-				return nil, i, zkproto.CodeInvalidACL
+		case zkproto.OpCreate, zkproto.OpCreate2, zkproto.OpCreateContainer, zkproto.OpCreateTTL:
+			cop, code := c.createOp(op.Type, op.Req)
+			if code != zkproto.CodeOK {
+				return nil, i, code
 			}
-			ops = append(ops, datatree.CreateACL(cr.Path, cr.Data, datatree.CreateMode(cr.Flags), treeACL(cr.ACL)))
+			ops = append(ops, cop)
 		case zkproto.OpDelete:
 			pv := op.Req.(*zkproto.PathVersionRequest)
 			ops = append(ops, datatree.Delete(pv.Path, pv.Version))
@@ -433,8 +477,6 @@ func multiOps(r *zkproto.MultiRequest) (ops []datatree.Op, failAt int, code zkpr
 		case zkproto.OpSetData:
 			sd := op.Req.(*zkproto.SetDataRequest)
 			ops = append(ops, datatree.SetData(sd.Path, sd.Data, sd.Version))
-		case zkproto.OpCreateContainer, zkproto.OpCreateTTL:
-			return nil, i, zkproto.CodeUnimplemented
 		default:
 			return nil, i, zkproto.CodeBadArguments
 		}
@@ -455,7 +497,7 @@ func (c *conn) completeWrite(it *item) bool {
 		c.log.Info("write outcome unknown, dropping the connection", "op", it.hdr.Type, "err", out.Err)
 		return false
 	}
-	hdr, body := writeReply(it.hdr, out.Result)
+	hdr, body := writeReply(it.hdr, it.subTypes, out.Result)
 	switch {
 	case it.refuse != zkproto.CodeOK:
 		hdr.Err, body = it.refuse, nil
@@ -470,7 +512,7 @@ func (c *conn) completeWrite(it *item) bool {
 }
 
 // writeReply is the reply to a write, from its result.
-func writeReply(h zkproto.RequestHeader, res datatree.Result) (zkproto.ReplyHeader, zkproto.Message) {
+func writeReply(h zkproto.RequestHeader, subTypes []zkproto.Op, res datatree.Result) (zkproto.ReplyHeader, zkproto.Message) {
 	hdr := zkproto.ReplyHeader{Xid: h.Xid, Zxid: int64(res.Zxid), Err: zkproto.Code(res.Err)}
 	if h.Type == zkproto.OpMulti {
 		// A failed multi is not an error reply: each op carries its own code.
@@ -481,7 +523,12 @@ func writeReply(h zkproto.RequestHeader, res datatree.Result) (zkproto.ReplyHead
 			o.Type, o.Err = zkproto.Op(r.Type), zkproto.Code(r.Err)
 			switch r.Type {
 			case datatree.OpCreate:
-				o.Path = r.Path // ZooKeeper 3.8 answers every create in a multi with a plain create result
+				// ZooKeeper 3.8 answers a create or create2 in a multi with a plain create
+				// result, a createContainer or createTTL with a create2 one.
+				o.Path = r.Path
+				if t := subTypes[i]; t == zkproto.OpCreateContainer || t == zkproto.OpCreateTTL {
+					o.Type, o.Stat = zkproto.OpCreate2, stat(r.Stat)
+				}
 			case datatree.OpSetData:
 				o.Stat = stat(r.Stat)
 			}
@@ -491,7 +538,7 @@ func writeReply(h zkproto.RequestHeader, res datatree.Result) (zkproto.ReplyHead
 	switch h.Type {
 	case zkproto.OpCreate:
 		return hdr, &zkproto.PathResponse{Path: res.Path}
-	case zkproto.OpCreate2:
+	case zkproto.OpCreate2, zkproto.OpCreateContainer, zkproto.OpCreateTTL:
 		return hdr, &zkproto.Create2Response{Path: res.Path, Stat: stat(res.Stat)}
 	case zkproto.OpSetData, zkproto.OpSetACL:
 		return hdr, &zkproto.StatResponse{Stat: stat(res.Stat)}

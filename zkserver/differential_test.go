@@ -377,3 +377,60 @@ func TestDifferentialReads(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferentialExtendedTypes covers container and TTL creates, by their opcodes,
+// by plain creates' flags and inside a multi, with ZooKeeper's extended types on and
+// off: the ephemeral owners the stats carry, and every refusal.
+func TestDifferentialExtendedTypes(t *testing.T) {
+	t.Parallel()
+	create := func(path string, flags int32) *zkproto.CreateRequest {
+		return &zkproto.CreateRequest{Path: path, Data: []byte("d"), ACL: zkproto.OpenACL, Flags: flags}
+	}
+	ttl := func(path string, flags int32, ttl int64) *zkproto.CreateTTLRequest {
+		return &zkproto.CreateTTLRequest{CreateRequest: *create(path, flags), TTL: ttl}
+	}
+	step := func(op zkproto.Op, body zkproto.Message) diffStep { return diffStep{0, op, body, nil} }
+	steps := []diffStep{
+		step(zkproto.OpCreateContainer, create("/c", zkproto.ModeContainer)),
+		step(zkproto.OpCreate, create("/c2", zkproto.ModeContainer)),
+		step(zkproto.OpCreate2, create("/c3", zkproto.ModeContainer)),
+		step(zkproto.OpCreateContainer, create("/c4", zkproto.ModePersistent)),
+		step(zkproto.OpCreateTTL, ttl("/t", zkproto.ModePersistentWithTTL, 1000)),
+		step(zkproto.OpCreateTTL, ttl("/ts", zkproto.ModePersistentSequentialWithTTL, 1000)),
+		step(zkproto.OpCreateTTL, ttl("/tb", zkproto.ModePersistentWithTTL, 0)),
+		step(zkproto.OpCreateTTL, ttl("/tb", zkproto.ModePersistentWithTTL, -5)),
+		step(zkproto.OpCreateTTL, ttl("/tb", zkproto.ModePersistentWithTTL, 1<<40)),
+		step(zkproto.OpCreateTTL, ttl("/tb", zkproto.ModePersistent, 1000)),
+		step(zkproto.OpCreateTTL, ttl("/tb", zkproto.ModeEphemeral, 1000)),
+		step(zkproto.OpCreate2, create("/tb", zkproto.ModePersistentWithTTL)),
+		step(zkproto.OpCreate, create("/c/x", zkproto.ModePersistent)),
+		step(zkproto.OpCreate2, create("/t/e", zkproto.ModeEphemeral)),
+		step(zkproto.OpMulti, &zkproto.MultiRequest{Ops: []zkproto.MultiOp{
+			{Type: zkproto.OpCreateContainer, Req: create("/mc", zkproto.ModeContainer)},
+			{Type: zkproto.OpCreateTTL, Req: ttl("/mt", zkproto.ModePersistentWithTTL, 10)},
+		}}),
+		step(zkproto.OpGetData, &zkproto.PathWatchRequest{Path: "/mc"}),
+		step(zkproto.OpGetData, &zkproto.PathWatchRequest{Path: "/mt"}),
+		step(zkproto.OpGetData, &zkproto.PathWatchRequest{Path: "/c"}),
+		step(zkproto.OpCreateTTL, &zkproto.CreateTTLRequest{CreateRequest: zkproto.CreateRequest{Path: "/na", Flags: zkproto.ModePersistent}, TTL: 5}),
+		step(zkproto.OpCreateTTL, &zkproto.CreateTTLRequest{CreateRequest: zkproto.CreateRequest{Path: "/na", Flags: zkproto.ModePersistentWithTTL}, TTL: 5}),
+		step(zkproto.OpCreateContainer, &zkproto.CreateRequest{Path: "/na", Flags: zkproto.ModeContainer}),
+	}
+	for _, extended := range []bool{true, false} {
+		t.Run(fmt.Sprintf("extendedTypesEnabled=%v", extended), func(t *testing.T) {
+			t.Parallel()
+			real := startRealZooKeeper(t, fmt.Sprintf("-Dzookeeper.extendedTypesEnabled=%v", extended))
+			ours := startServer(t, Config{Tick: 2 * time.Second, ExtendedTypes: extended}, nil)
+			want := transcript(t, real, steps)
+			if testing.Verbose() {
+				t.Log(strings.Join(want, "\n"))
+			}
+			got := transcript(t, ours.addr, steps)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("ours:      %s\nZooKeeper: %s", got[i], want[i])
+				}
+			}
+		})
+	}
+}

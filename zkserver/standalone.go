@@ -119,16 +119,38 @@ func (b *Standalone) ExpireSessions() []int64 {
 	return ids
 }
 
-// Run expires sessions every tick until ctx is done.
-func (b *Standalone) Run(ctx context.Context, tick time.Duration) {
+// Reap deletes the container and TTL nodes due now, each through a
+// deleteContainer transaction, and returns their paths.
+func (b *Standalone) Reap() []string {
+	now := b.now()
+	b.mu.RLock()
+	due := b.tree.Reapable(now.UnixMilli())
+	b.mu.RUnlock()
+	var done []string
+	for _, p := range due {
+		if b.apply(datatree.Txn{Op: datatree.DeleteContainer(p)}).Err == datatree.Ok {
+			done = append(done, p)
+		}
+	}
+	return done
+}
+
+// Run expires sessions every tick, and reaps every reap (if positive), until ctx
+// is done.
+func (b *Standalone) Run(ctx context.Context, tick, reap time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
 			b.ExpireSessions()
+			if reap > 0 && now.Sub(last) >= reap {
+				last = now
+				b.Reap()
+			}
 		}
 	}
 }
