@@ -99,7 +99,11 @@ var ErrTxnCorrupt = errors.New("datatree: corrupt txn")
 
 // Marshal encodes t compactly; it can travel as zab.Txn.Data.
 func (t Txn) Marshal() []byte {
-	b := make([]byte, 0, 24+len(t.Path)+len(t.Data))
+	n := 24 + len(t.Path) + len(t.Data)
+	for _, id := range t.Auth {
+		n += 4 + len(id.Scheme) + len(id.ID)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, txnVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Session))
 	b = binary.AppendVarint(b, t.Time)
@@ -246,8 +250,15 @@ func (d *decoder) data() []byte {
 	return append([]byte(nil), p...)
 }
 
-// str decodes a short string (a scheme, an id).
-func (d *decoder) str(field string) string { return string(d.bytes(field)) }
+// str decodes a short string (a scheme, an id); shared, it aliases the buffer as
+// path does (every write carries its requester's ip).
+func (d *decoder) str(field string) string {
+	p := d.bytes(field)
+	if d.shared && len(p) > 0 {
+		return unsafe.String(&p[0], len(p))
+	}
+	return string(p)
+}
 
 // ids decodes a count and that many identities.
 func (d *decoder) ids() []ID {

@@ -461,3 +461,52 @@ func (r *WhoAmIResponse) Decode(d *Decoder) {
 		r.Info[i] = AuthInfo{d.String("authScheme"), d.String("user")}
 	}
 }
+
+// Watch modes of addWatch (AddWatchMode).
+const (
+	WatchPersistent          int32 = 0
+	WatchPersistentRecursive int32 = 1
+)
+
+// Watcher types of removeWatches and checkWatches (WatcherType).
+const (
+	WatcherChildren            int32 = 1
+	WatcherData                int32 = 2
+	WatcherAny                 int32 = 3
+	WatcherPersistent          int32 = 4
+	WatcherPersistentRecursive int32 = 5
+)
+
+// PathModeRequest is the body of addWatch (mode: a watch mode) and of removeWatches
+// and checkWatches (mode: a watcher type).
+type PathModeRequest struct {
+	Path string
+	Mode int32
+}
+
+func (r *PathModeRequest) Encode(e *Encoder) { e.String(r.Path); e.Int(r.Mode) }
+func (r *PathModeRequest) Decode(d *Decoder) { r.Path = d.String("path"); r.Mode = d.Int("mode") }
+
+// ErrorResponse is the body ZooKeeper answers addWatch with: a code, 0.
+type ErrorResponse struct{ Err int32 }
+
+func (r *ErrorResponse) Encode(e *Encoder) { e.Int(r.Err) }
+func (r *ErrorResponse) Decode(d *Decoder) { r.Err = d.Int("err") }
+
+// SetWatches2 is setWatches with the persistent watches too (ZooKeeper 3.6+).
+type SetWatches2 struct {
+	SetWatches
+	Persistent, Recursive []string
+}
+
+func (r *SetWatches2) Encode(e *Encoder) {
+	r.SetWatches.Encode(e)
+	e.Strings(r.Persistent)
+	e.Strings(r.Recursive)
+}
+
+func (r *SetWatches2) Decode(d *Decoder) {
+	r.SetWatches.Decode(d)
+	r.Persistent = d.Strings("setWatches2.persistentWatches")
+	r.Recursive = d.Strings("setWatches2.persistentRecursiveWatches")
+}

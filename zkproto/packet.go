@@ -26,6 +26,10 @@ func NewRequest(op Op) Message {
 		return &MultiRequest{}
 	case OpSetWatches:
 		return &SetWatches{}
+	case OpSetWatches2:
+		return &SetWatches2{}
+	case OpAddWatch, OpRemoveWatches, OpCheckWatches:
+		return &PathModeRequest{}
 	case OpAuth:
 		return &AuthPacket{}
 	case OpPing, OpCloseSession:
@@ -59,6 +63,8 @@ func NewResponse(op Op) Message {
 		return &CountResponse{}
 	case OpWhoAmI:
 		return &WhoAmIResponse{}
+	case OpAddWatch:
+		return &ErrorResponse{}
 	}
 	return &Empty{}
 }

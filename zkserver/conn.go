@@ -384,13 +384,13 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		}
 	case zkproto.OpExists, zkproto.OpGetData, zkproto.OpGetChildren, zkproto.OpGetChildren2,
 		zkproto.OpGetACL, zkproto.OpPing, zkproto.OpSetWatches, zkproto.OpMultiRead,
-		zkproto.OpGetEphemerals, zkproto.OpGetAllChildren, zkproto.OpWhoAmI:
+		zkproto.OpGetEphemerals, zkproto.OpGetAllChildren, zkproto.OpWhoAmI,
+		zkproto.OpAddWatch, zkproto.OpRemoveWatches, zkproto.OpCheckWatches, zkproto.OpSetWatches2:
 		return nil, func() bool { c.read(h, req); return true }
 	case zkproto.OpAuth:
 		r := req.(*zkproto.AuthPacket)
 		return nil, func() bool { return c.addAuth(h.Xid, r) }
 	case zkproto.OpReconfig,
-		zkproto.OpCheckWatches, zkproto.OpRemoveWatches, zkproto.OpSetWatches2, zkproto.OpAddWatch,
 		zkproto.OpSASL:
 		return code(zkproto.CodeUnimplemented)
 	}
@@ -600,6 +600,32 @@ func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
 			body, err = c.getACL(t, req.(*zkproto.PathRequest).Path)
 		case zkproto.OpSetWatches:
 			c.setWatches(t, req.(*zkproto.SetWatches))
+		case zkproto.OpSetWatches2:
+			r := req.(*zkproto.SetWatches2)
+			c.setWatches(t, &r.SetWatches)
+			for _, p := range r.Persistent {
+				c.srv.watches.add(c, persistentData, p)
+				c.srv.watches.add(c, persistentChild, p)
+			}
+			for _, p := range r.Recursive {
+				c.srv.watches.add(c, recursiveData, p)
+				c.srv.watches.add(c, recursiveChild, p)
+			}
+		case zkproto.OpAddWatch:
+			r := req.(*zkproto.PathModeRequest)
+			switch r.Mode {
+			case zkproto.WatchPersistent:
+				c.srv.watches.add(c, persistentData, r.Path)
+				c.srv.watches.add(c, persistentChild, r.Path)
+			case zkproto.WatchPersistentRecursive:
+				c.srv.watches.add(c, recursiveData, r.Path)
+				c.srv.watches.add(c, recursiveChild, r.Path)
+			default:
+				err = datatree.MarshallingError // ZooKeeper 3.8 cannot read the mode
+			}
+			body = &zkproto.ErrorResponse{}
+		case zkproto.OpRemoveWatches, zkproto.OpCheckWatches:
+			err = c.removeWatches(h.Type == zkproto.OpRemoveWatches, req.(*zkproto.PathModeRequest))
 		case zkproto.OpGetEphemerals:
 			body = &zkproto.EphemeralsResponse{Paths: ephemerals(t, c.sid, req.(*zkproto.PathRequest).Path)}
 		case zkproto.OpGetAllChildren:
@@ -622,6 +648,41 @@ func (c *conn) read(h zkproto.RequestHeader, req zkproto.Message) {
 		c.reply(hdr, body)
 	})
 }
+
+// removeWatches removes (or, checkWatches, only looks for) the session's watches
+// of a type on a path: NoWatcher when it has none.
+func (c *conn) removeWatches(remove bool, r *zkproto.PathModeRequest) error {
+	child := []watchKind{childWatch, persistentChild, recursiveChild}
+	data := []watchKind{dataWatch, persistentData, recursiveData}
+	var kinds []watchKind
+	switch r.Mode {
+	case zkproto.WatcherChildren:
+		kinds = child
+	case zkproto.WatcherData:
+		kinds = data
+	case zkproto.WatcherAny:
+		kinds = append(child, data...)
+	default:
+		// ZooKeeper 3.8.0 reads no other type (not even its Persistent ones).
+		return datatree.MarshallingError
+	}
+	found := false
+	for _, k := range kinds {
+		key := watchKey{k, r.Path}
+		if remove {
+			found = c.srv.watches.remove(c, key) || found
+		} else {
+			found = found || c.srv.watches.has(c, key)
+		}
+	}
+	if !found {
+		return noWatcher
+	}
+	return nil
+}
+
+// noWatcher is ZooKeeper's answer to removing a watch that is not there.
+var noWatcher = datatree.Code(zkproto.CodeNoWatcher)
 
 // ephemerals is getEphemerals' answer: the session's ephemerals whose path starts
 // with prefix (as a string: "/a" matches "/ab"); empty or "/" is all of them.

@@ -251,7 +251,7 @@ const superDigest = "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
 // and poled: every answer (NoAuth, InvalidACL, BadVersion, the ACLs read back, the
 // zxids the refusals take) must be the same.
 func TestDifferentialACL(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a JVM each, one at a time, so a loaded host starts them in time.
 	real := startRealZooKeeper(t, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest)
 	ours := startServer(t, Config{Tick: 2 * time.Second, SuperDigest: superDigest}, nil)
 
@@ -330,7 +330,6 @@ func TestDifferentialACL(t *testing.T) {
 // the root) and whoAmI (the connection's identities, a set: ZooKeeper's order is a
 // hash map's).
 func TestDifferentialReads(t *testing.T) {
-	t.Parallel()
 	real := startRealZooKeeper(t, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest)
 	ours := startServer(t, Config{Tick: 2 * time.Second, SuperDigest: superDigest}, nil)
 	create := func(path string, mode int32, acl []zkproto.ACL) *zkproto.CreateRequest {
@@ -382,7 +381,6 @@ func TestDifferentialReads(t *testing.T) {
 // by plain creates' flags and inside a multi, with ZooKeeper's extended types on and
 // off: the ephemeral owners the stats carry, and every refusal.
 func TestDifferentialExtendedTypes(t *testing.T) {
-	t.Parallel()
 	create := func(path string, flags int32) *zkproto.CreateRequest {
 		return &zkproto.CreateRequest{Path: path, Data: []byte("d"), ACL: zkproto.OpenACL, Flags: flags}
 	}
@@ -418,7 +416,6 @@ func TestDifferentialExtendedTypes(t *testing.T) {
 	}
 	for _, extended := range []bool{true, false} {
 		t.Run(fmt.Sprintf("extendedTypesEnabled=%v", extended), func(t *testing.T) {
-			t.Parallel()
 			real := startRealZooKeeper(t, fmt.Sprintf("-Dzookeeper.extendedTypesEnabled=%v", extended))
 			ours := startServer(t, Config{Tick: 2 * time.Second, ExtendedTypes: extended}, nil)
 			want := transcript(t, real, steps)
@@ -432,5 +429,66 @@ func TestDifferentialExtendedTypes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDifferentialPersistentWatches covers addWatch (persistent and recursive),
+// checkWatches and removeWatches by watcher type, and the events such watches get.
+func TestDifferentialPersistentWatches(t *testing.T) {
+	real := startRealZooKeeper(t)
+	ours := startServer(t, Config{Tick: 2 * time.Second}, nil)
+	create := func(path string) *zkproto.CreateRequest {
+		return &zkproto.CreateRequest{Path: path, ACL: zkproto.OpenACL}
+	}
+	watch := func(path string, mode int32) *zkproto.PathModeRequest {
+		return &zkproto.PathModeRequest{Path: path, Mode: mode}
+	}
+	set := func(path string) *zkproto.SetDataRequest {
+		return &zkproto.SetDataRequest{Path: path, Data: []byte("v"), Version: -1}
+	}
+	del := func(path string) *zkproto.PathVersionRequest {
+		return &zkproto.PathVersionRequest{Path: path, Version: -1}
+	}
+	step := func(s int, op zkproto.Op, body zkproto.Message) diffStep { return diffStep{s, op, body, nil} }
+	ping := step(0, zkproto.OpPing, &zkproto.Empty{})
+	steps := []diffStep{
+		step(0, zkproto.OpCreate, create("/w")),
+		step(0, zkproto.OpAddWatch, watch("/w", zkproto.WatchPersistent)),
+		step(0, zkproto.OpAddWatch, watch("/r", zkproto.WatchPersistentRecursive)),
+		step(1, zkproto.OpCreate, create("/r")),
+		step(1, zkproto.OpCreate, create("/r/a")),
+		step(1, zkproto.OpSetData, set("/r/a")),
+		step(1, zkproto.OpSetData, set("/w")),
+		step(1, zkproto.OpCreate, create("/w/c")),
+		step(1, zkproto.OpDelete, del("/w/c")),
+		ping,
+		step(0, zkproto.OpCheckWatches, watch("/w", zkproto.WatcherPersistent)),
+		step(0, zkproto.OpCheckWatches, watch("/w", zkproto.WatcherData)),
+		step(0, zkproto.OpCheckWatches, watch("/w", zkproto.WatcherAny)),
+		step(0, zkproto.OpCheckWatches, watch("/r", zkproto.WatcherPersistent)),
+		step(0, zkproto.OpRemoveWatches, watch("/w", zkproto.WatcherData)),
+		step(0, zkproto.OpRemoveWatches, watch("/w", zkproto.WatcherPersistent)),
+		step(0, zkproto.OpRemoveWatches, watch("/w", zkproto.WatcherPersistent)),
+		step(0, zkproto.OpGetData, &zkproto.PathWatchRequest{Path: "/w", Watch: true}),
+		step(0, zkproto.OpCheckWatches, watch("/w", zkproto.WatcherData)),
+		step(0, zkproto.OpRemoveWatches, watch("/w", zkproto.WatcherChildren)),
+		step(0, zkproto.OpRemoveWatches, watch("/w", zkproto.WatcherAny)),
+		step(1, zkproto.OpSetData, set("/w")),
+		ping,
+		step(0, zkproto.OpRemoveWatches, watch("/r", zkproto.WatcherPersistentRecursive)),
+		step(1, zkproto.OpSetData, set("/r/a")),
+		ping,
+		step(0, zkproto.OpAddWatch, watch("/w", 7)),
+		step(0, zkproto.OpRemoveWatches, watch("/w", 9)),
+	}
+	want := transcript(t, real, steps)
+	if testing.Verbose() {
+		t.Log(strings.Join(want, "\n"))
+	}
+	got := transcript(t, ours.addr, steps)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ours:      %s\nZooKeeper: %s", got[i], want[i])
+		}
 	}
 }
