@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/nemesis"
 )
 
 // Constructor starts a cluster on a backend and returns once every server listens. On
@@ -41,12 +41,16 @@ type unprepared struct{ error }
 
 func (u unprepared) Unwrap() []error { return []error{u.error, ErrUnprepared} }
 
-// Backend is what a backend package registers (Register, from its init).
+// Backend is what a backend package registers (Register, from its init): its name
+// and declarations, and how to start, clean up and check it.
 type Backend struct {
 	Name string // as specs and --backend name it
 	// Rank orders backend.Names, lowest first (local 10, netns 20, docker 30, swarm
 	// 40; the simulator, which registers no cluster, 90).
 	Rank int
+	// Carries is what it declares it can do with poled (the spec is checked against
+	// it; docs/backends.md, "What each backend carries").
+	Carries backend.Carries
 	// New starts a cluster of poled replicas, the default flavor.
 	New Constructor
 	// Down, if set, removes what crashed harnesses left of this backend.
@@ -60,11 +64,18 @@ type Backend struct {
 }
 
 // Flavor is what a package that runs another replica than poled registers
-// (RegisterFlavor, from its init): its constructor on each backend it runs on, the
-// backends being registered by their own packages.
+// (RegisterFlavor, from its init): its name and declarations, and its constructor on
+// each backend it runs on, the backends being registered by their own packages.
 type Flavor struct {
 	Name string                 // as specs and --flavor name it
 	On   map[string]Constructor // backend name -> constructor
+	// Carries is what it declares it can do (a run gets what both it and its backend
+	// carry); Oracles, HighestFirst and Preload are the limits of its election and
+	// state (backend.Flavor says each).
+	Carries      backend.Carries
+	Oracles      []string
+	HighestFirst bool
+	Preload      bool
 	// Down, if set, removes what crashed harnesses left of this flavor (beyond what
 	// its backends' Down removes).
 	Down DownFunc
@@ -73,74 +84,65 @@ type Flavor struct {
 	Check CheckFunc
 }
 
-var registry struct {
-	sync.Mutex
-	backends map[string]Backend
-	flavors  map[string]Flavor
-}
-
-// Register adds backend b to those New, Down and Check know, and its name to package
-// backend's (so that a spec may name it). It panics on a backend without a name or a
-// constructor, and on a name registered twice: programming errors, found at start.
+// Register adds backend b to the registry (package backend's, which holds b itself
+// for New, Down and Check). It panics on a backend without a name or a constructor,
+// and on a name registered twice: programming errors, found at start.
 func Register(b Backend) {
 	if b.Name == "" || b.New == nil {
 		panic(fmt.Sprintf("cluster: Register(%q) without a name or a constructor", b.Name))
 	}
-	registry.Lock()
-	if _, dup := registry.backends[b.Name]; dup {
-		registry.Unlock()
-		panic(fmt.Sprintf("cluster: backend %q registered twice", b.Name))
-	}
-	if registry.backends == nil {
-		registry.backends = map[string]Backend{}
-	}
-	registry.backends[b.Name] = b
-	registry.Unlock()
-	backend.Register(backend.Backend{Name: b.Name, Rank: b.Rank, Flavors: []string{Poled}})
+	backend.Register(backend.Backend{Name: b.Name, Rank: b.Rank, Carries: b.Carries, Impl: b})
 }
 
-// RegisterFlavor adds flavor f to those New, Down and Check know, and tells package
-// backend which backends run it. It panics on a flavor without a name, on poled (every
-// backend runs poled itself), and on a flavor registered twice.
+// RegisterFlavor adds flavor f to the registry. It panics on a flavor without a name,
+// on poled (every backend runs poled itself), on a flavor that runs on no backend, and
+// on a flavor registered twice.
 func RegisterFlavor(f Flavor) {
-	if f.Name == "" || f.Name == Poled {
-		panic(fmt.Sprintf("cluster: RegisterFlavor(%q): a flavor needs a name other than %s", f.Name, Poled))
+	if f.Name == "" || f.Name == Poled || len(f.On) == 0 {
+		panic(fmt.Sprintf("cluster: RegisterFlavor(%q): a flavor needs a name other than %s and a backend to run on", f.Name, Poled))
 	}
-	registry.Lock()
-	if _, dup := registry.flavors[f.Name]; dup {
-		registry.Unlock()
-		panic(fmt.Sprintf("cluster: flavor %q registered twice", f.Name))
-	}
-	if registry.flavors == nil {
-		registry.flavors = map[string]Flavor{}
-	}
-	registry.flavors[f.Name] = f
-	registry.Unlock()
-	for name := range f.On {
-		backend.AddFlavor(name, f.Name)
-	}
+	backend.RegisterFlavor(backend.Flavor{Name: f.Name, On: slices.Sorted(maps.Keys(f.On)), Carries: f.Carries,
+		Oracles: f.Oracles, HighestFirst: f.HighestFirst, Preload: f.Preload, Impl: f})
+}
+
+// poled is the default flavor, which every backend runs itself (Backend.New): it
+// carries every fault, its links are whatever its backend makes them.
+func init() {
+	backend.RegisterFlavor(backend.Flavor{Name: Poled, Preload: true, Carries: backend.Carries{
+		Faults: nemesis.Kinds(), Links: backend.Links{Schedules: true}}})
 }
 
 // Backends lists the backends New knows (and the simulator's, which it refuses).
 func Backends() []string { return backend.Names() }
 
+// registered is backend name's registration, if it registered one through Register.
+func registered(name string) (Backend, bool) {
+	e, _ := backend.Lookup(name)
+	b, ok := e.Impl.(Backend)
+	return b, ok
+}
+
+// flavorOf is flavor name's registration, if it registered one through RegisterFlavor.
+func flavorOf(name string) (Flavor, bool) {
+	e, _ := backend.LookupFlavor(name)
+	f, ok := e.Impl.(Flavor)
+	return f, ok
+}
+
 // constructor is what starts flavor on backend name, if anything registered one.
 func constructor(name, flavor string) Constructor {
-	registry.Lock()
-	defer registry.Unlock()
 	if flavor == Poled {
-		if b, ok := registry.backends[name]; ok {
-			return b.New
-		}
-		return nil
+		b, _ := registered(name)
+		return b.New
 	}
-	return registry.flavors[flavor].On[name]
+	f, _ := flavorOf(flavor)
+	return f.On[name]
 }
 
 // New starts a cluster on the named backend ("" is local, the embedded default) with
 // opts.Flavor's replicas ("" is poled).
 func New(ctx context.Context, name string, opts Options) (Cluster, error) {
-	name = cmp.Or(name, backend.Local)
+	name = cmp.Or(name, backend.Default)
 	flavor := cmp.Or(opts.Flavor, Poled)
 	if !slices.Contains(backend.Names(), name) {
 		return nil, fmt.Errorf("unknown backend %q (known: %v)", name, Backends())
@@ -153,8 +155,8 @@ func New(ctx context.Context, name string, opts Options) (Cluster, error) {
 	}
 	start := constructor(name, flavor)
 	if start == nil {
-		if name == backend.Sim {
-			return nil, fmt.Errorf("backend %q simulates a run (polebench run --backend sim); it has no cluster to bring up", name)
+		if backend.Simulated(name) {
+			return nil, fmt.Errorf("backend %q simulates a run (polebench run --backend %s); it has no cluster to bring up", name, name)
 		}
 		return nil, fmt.Errorf("backend %q registered no cluster of flavor %s", name, flavor)
 	}
@@ -183,18 +185,16 @@ func Down(ctx context.Context, label string) ([]string, error) {
 		f    DownFunc
 	}
 	var downs []down
-	registry.Lock()
 	for _, name := range backend.Names() {
-		if b, ok := registry.backends[name]; ok && b.Down != nil {
+		if b, ok := registered(name); ok && b.Down != nil {
 			downs = append(downs, down{name, b.Down})
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(registry.flavors)) {
-		if f := registry.flavors[name]; f.Down != nil {
+	for _, name := range backend.Flavors() {
+		if f, ok := flavorOf(name); ok && f.Down != nil {
 			downs = append(downs, down{name, f.Down})
 		}
 	}
-	registry.Unlock()
 	var removed []string
 	var errs []error
 	for _, d := range downs {
@@ -214,13 +214,12 @@ func Down(ctx context.Context, label string) ([]string, error) {
 // netns and docker, a Docker engine that answers for docker and swarm, a swarm manager
 // for swarm). nil for local and sim.
 func Check(ctx context.Context, name, flavor string) error {
-	name, flavor = cmp.Or(name, backend.Local), cmp.Or(flavor, Poled)
+	name, flavor = cmp.Or(name, backend.Default), cmp.Or(flavor, Poled)
 	if !backend.Runs(name, flavor) {
 		return fmt.Errorf("flavor %s does not run on backend %q: only on %s", flavor, name, strings.Join(backend.For(flavor), ", "))
 	}
-	registry.Lock()
-	f, b := registry.flavors[flavor], registry.backends[name]
-	registry.Unlock()
+	f, _ := flavorOf(flavor)
+	b, _ := registered(name)
 	if f.Check != nil {
 		if err := f.Check(ctx); err != nil {
 			return err
@@ -236,9 +235,7 @@ func Check(ctx context.Context, name, flavor string) error {
 // where the backend registered a Prepare; release puts the machine back as it was. A
 // backend without one needs nothing: note is "" and release does nothing.
 func Prepare(ctx context.Context, name string) (note string, release func(context.Context) error, err error) {
-	registry.Lock()
-	b := registry.backends[cmp.Or(name, backend.Local)]
-	registry.Unlock()
+	b, _ := registered(cmp.Or(name, backend.Default))
 	if b.Prepare == nil {
 		return "", func(context.Context) error { return nil }, nil
 	}

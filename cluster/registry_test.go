@@ -44,8 +44,8 @@ func init() {
 // The registrations make the backends' names, order and flavors (package backend)
 // and what New starts.
 func TestRegistryNames(t *testing.T) {
-	// The simulator's name is backend's own, last: it has no cluster to register.
-	if want := []string{"fake-a", "fake-b", "fake-c", "sim"}; !slices.Equal(backend.Names(), want) || !slices.Equal(Backends(), want) {
+	// This binary links no real backend, nor the simulator (package sim registers it).
+	if want := []string{"fake-a", "fake-b", "fake-c"}; !slices.Equal(backend.Names(), want) || !slices.Equal(Backends(), want) {
 		t.Errorf("names %v (cluster: %v), want %v: by rank, then by name", backend.Names(), Backends(), want)
 	}
 	if got := backend.For("fake-flavor"); !slices.Equal(got, []string{"fake-b"}) {
@@ -75,7 +75,7 @@ func TestRegistryNew(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ name, flavor, want string }{
-		{"", "", `unknown backend "local" (known: [fake-a fake-b fake-c sim])`}, // this binary links no local backend
+		{"", "", `unknown backend "local" (known: [fake-a fake-b fake-c])`}, // this binary links no local backend
 		{"fake-a", "fake-flavor", `flavor fake-flavor does not run on backend "fake-a": only on fake-b`},
 		{"fake-a", "other", `unknown flavor "other"`},
 	} {
@@ -121,6 +121,7 @@ func TestRegistryPanics(t *testing.T) {
 		"no constructor":        func() { Register(Backend{Name: "fake-d"}) },
 		"a flavor twice":        func() { RegisterFlavor(Flavor{Name: "fake-flavor"}) },
 		"poled as a flavor":     func() { RegisterFlavor(Flavor{Name: Poled}) },
+		"a flavor on nothing":   func() { RegisterFlavor(Flavor{Name: "fake-nowhere"}) },
 		"a nameless backend":    func() { Register(Backend{New: fakeNew("x")}) },
 		"a leaf name twice too": func() { backend.Register(backend.Backend{Name: "fake-c"}) },
 	} {

@@ -1,7 +1,8 @@
-// Package all links every backend, so that a program that starts clusters by name
-// (cluster.New, cluster.Down, cluster.Check) and checks specs knows each of them: each
-// backend registers itself from its init. A new backend is a package under cluster/
-// and one import line here.
+// Package all links every backend and flavor, so that a program that starts clusters
+// by name (cluster.New, cluster.Down, cluster.Check), runs specs and checks them knows
+// each of them: each registers itself, and what it carries, from its init (package
+// backend is the registry). A new backend or flavor is a package under cluster/ and
+// one import line here (docs/backends.md, "Adding a backend or a flavor").
 package all
 
 import (
@@ -10,4 +11,5 @@ import (
 	_ "github.com/polebench/polebench/cluster/netns"
 	_ "github.com/polebench/polebench/cluster/swarm"
 	_ "github.com/polebench/polebench/cluster/zookeeper"
+	_ "github.com/polebench/polebench/sim" // the sim backend: virtual time, no cluster
 )

@@ -37,12 +37,22 @@ import (
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/cluster/internal/bridge"
 	"github.com/polebench/polebench/cluster/internal/engine"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
 )
 
 func init() {
-	cluster.Register(cluster.Backend{Name: backend.Docker, Rank: 30, New: New, Down: Down, Check: Check})
+	cluster.Register(cluster.Backend{Name: backend.Docker, Rank: 30, New: New, Down: Down, Check: Check,
+		Carries: backend.Carries{
+			// Pause is docker pause; the disk faults that cut a log need it on this host.
+			Faults: backend.AllBut(nemesis.LoseUnsynced, nemesis.TornTail),
+			Links:  backend.Links{Kernel: true, UserSpace: true, RateLoss: true},
+			Why: map[string]string{
+				string(nemesis.LoseUnsynced): "its servers' poled logs are not on this host",
+				string(nemesis.TornTail):     "its servers' poled logs are not on this host",
+			},
+		}})
 }
 
 // LabelRun marks everything the docker backend creates with the run's Options.Label

@@ -20,6 +20,7 @@ import (
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/internal/procs"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
 )
@@ -31,7 +32,9 @@ func init() {
 			return nil, err // not a nil *Cluster in a non-nil interface
 		}
 		return c, nil
-	}})
+	},
+		// Pause is the node's frozen loop; the links are each node's delay lines.
+		Carries: backend.Carries{Faults: nemesis.Kinds(), Links: backend.Links{UserSpace: true, Schedules: true, RateLoss: true}}})
 }
 
 // Cluster runs every server as a poled node inside this process, on loopback, with the

@@ -25,13 +25,17 @@ import (
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/internal/bridge"
 	"github.com/polebench/polebench/cluster/internal/procs"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/replica"
 )
 
 func init() {
 	cluster.Register(cluster.Backend{Name: backend.Netns, Rank: 20, New: New, Down: Down,
-		Check: func(context.Context) error { return bridge.CheckRoot() }})
+		Check: func(context.Context) error { return bridge.CheckRoot() },
+		// Pause is SIGSTOP; kernel netem where the probe finds it, else user space.
+		Carries: backend.Carries{Faults: nemesis.Kinds(),
+			Links: backend.Links{Kernel: true, UserSpace: true, Schedules: true, RateLoss: true}}})
 }
 
 // Cluster is a cluster of poled processes, one per network namespace (package bridge

@@ -36,6 +36,7 @@ import (
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/cluster/internal/engine"
 	"github.com/polebench/polebench/cluster/swarm/internal/single"
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/topology"
 )
@@ -50,7 +51,19 @@ import (
 // Clients reach a server at its node's address, on ports published in host mode.
 
 func init() {
-	cluster.Register(cluster.Backend{Name: backend.Swarm, Rank: 40, New: New, Down: Down, Check: Check, Prepare: Prepare})
+	// Its links are declared user space though a node whose kernel has sch_netem
+	// applies them there: a spec cannot know which node a server lands on.
+	notHere := "its servers are neither paused by the backend nor processes of this host"
+	cluster.Register(cluster.Backend{Name: backend.Swarm, Rank: 40, New: New, Down: Down, Check: Check, Prepare: Prepare,
+		Carries: backend.Carries{
+			Faults: backend.AllBut(nemesis.Pause, nemesis.Resume, nemesis.LoseUnsynced, nemesis.TornTail),
+			Links:  backend.Links{UserSpace: true, RateLoss: true},
+			Why: map[string]string{
+				string(nemesis.Pause): notHere, string(nemesis.Resume): notHere,
+				string(nemesis.LoseUnsynced): "its servers' poled logs are not on this host",
+				string(nemesis.TornTail):     "its servers' poled logs are not on this host",
+			},
+		}})
 }
 
 // LabelRun marks everything the swarm backend creates (services, their containers,

@@ -16,6 +16,8 @@ import (
 	"github.com/polebench/polebench/cluster/internal/procs"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/freeport"
+	"github.com/polebench/polebench/nemesis"
+	"github.com/polebench/polebench/score"
 )
 
 func init() {
@@ -32,10 +34,25 @@ func init() {
 		}
 	}
 	cluster.RegisterFlavor(cluster.Flavor{
-		Name:  backend.FlavorZooKeeper,
-		On:    map[string]cluster.Constructor{backend.Local: withWarmUp(NewLocal), backend.Netns: withWarmUp(NewNetns)},
-		Down:  func(_ context.Context, label string) ([]string, error) { return Down(label) },
-		Check: func(context.Context) error { return Available() },
+		Name: backend.FlavorZooKeeper,
+		On:   map[string]cluster.Constructor{backend.Local: withWarmUp(NewLocal), backend.Netns: withWarmUp(NewNetns)},
+		// Its servers have no admin port (cuts, disk, status): the harness kills,
+		// restarts and pauses their JVMs, and its proxies keep the links they start with.
+		Carries: backend.Carries{
+			Faults: []nemesis.Kind{nemesis.Crash, nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume},
+			Why: map[string]string{
+				"oracle":         "ZooKeeper's own election",
+				"initial_leader": "ZooKeeper's first election picks the highest id among servers in sync",
+				"preload_mb":     "preloading state is a poled feature; ZooKeeper starts empty",
+				"outdate":        "an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do",
+				"faults":         "partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do",
+				"schedules":      "its links are set once, when its servers start",
+			},
+		},
+		Oracles:      []string{score.History},
+		HighestFirst: true,
+		Down:         func(_ context.Context, label string) ([]string, error) { return Down(label) },
+		Check:        func(context.Context) error { return Available() },
 	})
 }
 
