@@ -391,11 +391,6 @@ func decodeLinkPairs(d *decoder, s *Spec) field {
 // and window: then Plan resolves the rules.
 func (l Links) hasRules() bool { return l.Default != nil || len(l.Pairs) > 0 }
 
-// userSpace reports whether a backend's links are user-space delay lines, and kernel
-// whether they are kernel netem (docker falls back to user space when the kernel lacks
-// sch_netem: the backend then checks netem.Plan.UserSpaceSupports).
-func userSpace(b string) bool { return b == backend.Local || b == backend.Swarm || b == backend.Sim }
-
 // checkLinks checks the rules of the links section against the data centers and the
 // backend.
 func (s *Spec) checkLinks() error {
@@ -484,12 +479,20 @@ func (s *Spec) checkLinks() error {
 	return nil
 }
 
-// scheduling are the backends that change links during a run: the simulator's lines,
-// the local backend's user-space lines, the netns backend's kernel netem.
-var scheduling = []string{backend.Local, backend.Netns, backend.Sim}
-
-// checkBackendLinks refuses what the spec's backend cannot emulate.
+// checkBackendLinks refuses what the spec's backend and flavor cannot emulate, as
+// they declare it (backend.Links): a schedule where links cannot change during a run,
+// rate or loss where there are none, and where the links are user space only, what a
+// TCP stream hides (a backend with kernel netem that falls back to user space checks
+// its plan itself: netem.Plan.UserSpaceSupports).
 func (s *Spec) checkBackendLinks(p string, r *LinkRule) error {
+	name := cmp.Or(s.Backend, DefaultBackend)
+	b, known := backend.Lookup(name)
+	if !known {
+		return nil // a program that links no backend reads specs for their layout only
+	}
+	if err := s.checkSchedules(p, r, b); err != nil {
+		return err
+	}
 	shapes := []struct {
 		path string
 		sh   Shape
@@ -500,30 +503,79 @@ func (s *Spec) checkBackendLinks(p string, r *LinkRule) error {
 			sh   Shape
 		}{index(p+".schedule", i), st.Shape})
 	}
-	if len(r.Schedule) > 0 && !slices.Contains(scheduling, cmp.Or(s.Backend, backend.Local)) {
-		f := p + ".schedule"
-		if r.Trace != "" {
-			f = p + ".trace"
-		}
-		return s.errf(f, "the %s backend does not change links during a run yet (%s do)", cmp.Or(s.Backend, backend.Local), strings.Join(scheduling, ", "))
-	}
-	if !userSpace(s.Backend) {
-		return nil
-	}
+	links := b.Carries.Links
 	for _, e := range shapes {
-		sh := e.sh
-		switch {
-		case sh.DuplicatePct != nil && *sh.DuplicatePct > 0:
-			return s.errf(e.path+".duplicate", "the %s backend's links are user space, carrying TCP streams, which hide duplicates (use netns or docker for kernel netem)", s.Backend)
-		case sh.ReorderPct != nil && *sh.ReorderPct > 0:
-			return s.errf(e.path+".reorder", "the %s backend's links are user space, carrying TCP streams, which deliver in order (use netns or docker for kernel netem)", s.Backend)
-		case sh.LossCorrPct != nil && *sh.LossCorrPct > 0:
-			return s.errf(e.path+".loss", "the %s backend's links are user space: loss correlation needs kernel netem (use netns or docker)", s.Backend)
-		case sh.DelayCorrPct != nil && *sh.DelayCorrPct > 0:
-			return s.errf(e.path+".delay_corr", "the %s backend's links are user space: delay correlation needs kernel netem (use netns or docker)", s.Backend)
+		if err := s.checkShape(e.path, e.sh, name, links); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkSchedules refuses a link schedule where the backend or the flavor does not
+// change links during a run.
+func (s *Spec) checkSchedules(p string, r *LinkRule, b backend.Backend) error {
+	if len(r.Schedule) == 0 {
+		return nil
+	}
+	f := p + ".schedule"
+	if r.Trace != "" {
+		f = p + ".trace"
+	}
+	if !b.Carries.Links.Schedules {
+		var do []string
+		for _, n := range backend.Names() {
+			if o, _ := backend.Lookup(n); o.Carries.Links.Schedules {
+				do = append(do, n)
+			}
+		}
+		return s.errf(f, "the %s backend does not change links during a run yet (%s do)", b.Name, strings.Join(do, ", "))
+	}
+	if fl, ok := backend.LookupFlavor(s.Flavor); ok && !fl.Carries.Links.Schedules {
+		return s.errf(f, "flavor %s does not change links during a run: %s", fl.Name, fl.Carries.Reason("schedules"))
+	}
+	return nil
+}
+
+// checkShape refuses what links without kernel netem, or without rate and loss, lack.
+func (s *Spec) checkShape(path string, sh Shape, name string, l backend.Links) error {
+	set := func(v *float64) bool { return v != nil && *v > 0 }
+	if !l.RateLoss {
+		switch {
+		case sh.RateBitsPerSec != nil:
+			return s.errf(path+".rate", "the %s backend's links have no rate limit", name)
+		case set(sh.LossPct) || sh.LossGE != nil:
+			return s.errf(path+".loss", "the %s backend's links lose nothing", name)
+		}
+	}
+	if l.Kernel {
+		return nil
+	}
+	switch {
+	case set(sh.DuplicatePct):
+		return s.errf(path+".duplicate", "the %s backend's links are user space, carrying TCP streams, which hide duplicates (use %s for kernel netem)", name, kernelBackends())
+	case set(sh.ReorderPct):
+		return s.errf(path+".reorder", "the %s backend's links are user space, carrying TCP streams, which deliver in order (use %s for kernel netem)", name, kernelBackends())
+	case set(sh.LossCorrPct):
+		return s.errf(path+".loss", "the %s backend's links are user space: loss correlation needs kernel netem (use %s)", name, kernelBackends())
+	case set(sh.DelayCorrPct):
+		return s.errf(path+".delay_corr", "the %s backend's links are user space: delay correlation needs kernel netem (use %s)", name, kernelBackends())
+	}
+	return nil
+}
+
+// kernelBackends names the backends that declare kernel netem: "a, b or c".
+func kernelBackends() string {
+	var k []string
+	for _, n := range backend.Names() {
+		if b, _ := backend.Lookup(n); b.Carries.Links.Kernel {
+			k = append(k, n)
+		}
+	}
+	if len(k) < 2 {
+		return strings.Join(k, "")
+	}
+	return strings.Join(k[:len(k)-1], ", ") + " or " + k[len(k)-1]
 }
 
 // linkState is a link being resolved: the netem link and the jitter percentage its

@@ -131,6 +131,8 @@ func TestLinkErrors(t *testing.T) {
 			"x.yaml:14: links.pairs[0].schedule[0].at: 3m20s is not before the end of the run (2m0s)"},
 		{"backend: docker\nlinks:\n  pairs:\n    - between: [D1, D2]\n      schedule:\n        - {at: 20s, rtt_ms: 5}\n",
 			"x.yaml:13: links.pairs[0].schedule: the docker backend does not change links during a run yet (local, netns, sim do)"},
+		{"flavor: zookeeper\nlinks:\n  pairs:\n    - between: [D1, D2]\n      schedule:\n        - {at: 20s, rtt_ms: 5}\n",
+			"x.yaml:13: links.pairs[0].schedule: flavor zookeeper does not change links during a run: its links are set once, when its servers start"},
 		{"links:\n  default:\n    duplicate: 1\n", "x.yaml:11: links.default.duplicate: the local backend's links are user space, carrying TCP streams, which hide duplicates (use netns or docker for kernel netem)"},
 		{"backend: sim\nlinks:\n  default:\n    reorder: 1\n", "x.yaml:12: links.default.reorder: the sim backend's links are user space, carrying TCP streams, which deliver in order (use netns or docker for kernel netem)"},
 		{"backend: swarm\nlinks:\n  default:\n    loss: {pct: 1, corr: 25}\n", "x.yaml:12: links.default.loss: the swarm backend's links are user space: loss correlation needs kernel netem (use netns or docker)"},

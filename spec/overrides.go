@@ -147,7 +147,7 @@ var overrides = []Override{
 		}},
 	{"backend", "", "backend", // Usage: backendUsage, once the backends registered
 		func(s *Spec, v string) error { s.Backend = v; return nil }},
-	{"flavor", "the replicas: " + strings.Join(backend.Flavors(), ", ") + " (flavor)", "flavor",
+	{"flavor", "", "flavor", // Usage: made in Overrides, once the flavors registered
 		func(s *Spec, v string) error { s.Flavor = v; return nil }},
 	{"repetitions", "runs per point (repetitions)", "repetitions",
 		func(s *Spec, v string) error { return parseInt(v, &s.Repetitions) }},
@@ -166,15 +166,19 @@ var overrides = []Override{
 func Overrides() []Override {
 	out := slices.Clone(overrides)
 	for i := range out {
-		if out[i].Name == "backend" {
+		switch out[i].Name {
+		case "backend":
 			out[i].Usage = backendUsage()
+		case "flavor":
+			out[i].Usage = "the replicas: " + strings.Join(backend.Flavors(), ", ") + " (flavor)"
 		}
 	}
 	return out
 }
 
 // backendUsage names the backends registered by now (package backend): made when asked,
-// not when this package is initialised, which may be before the backends' packages.
+// not when this package is initialised, which may be before the backends' packages
+// (the flavors' usage likewise).
 func backendUsage() string {
 	return "where replicas run: " + strings.Join(backend.Names(), ", ") + " (backend)"
 }

@@ -156,6 +156,9 @@ func TestRunOverrideErrors(t *testing.T) {
 		{[]Setting{{"seed", "-1"}}, `override seed=-1: seed: "-1" is not a non-negative integer`},
 		{[]Setting{{"backend", "k8s"}}, `override backend=k8s: backend: unknown backend "k8s" (known: local, netns, docker, swarm, sim)`},
 		{[]Setting{{"preload-mb", "-5"}}, "override preload-mb=-5: preload_mb: -5 MB is negative"},
+		// What the flavor declares: its first election's leader.
+		{[]Setting{{"flavor", "zookeeper"}, {"oracle", "history"}, {"outdate", "none"}, {"preload-mb", "0"}, {"initial-leader", "3"}},
+			"override initial-leader=3: initial_leader: flavor zookeeper: ZooKeeper's first election picks the highest id among servers in sync, so the initial leader must be p5, not p3"},
 		{[]Setting{{"preload-mb", "1.5"}}, `override preload-mb=1.5: preload_mb: "1.5" is not an integer`},
 		{[]Setting{{"payload", "0"}}, "override payload=0: workload.payload_bytes: 0 must be at least 1"},
 		{[]Setting{{"arrival", "bursty"}}, `override arrival=bursty: workload.arrival: unknown arrival "bursty" (known: poisson, constant)`},

@@ -31,8 +31,8 @@ const (
 	DefaultWarmup            = 5 * time.Second
 	DefaultRepetitions       = 5 // the paper's runs per point
 	DefaultSeed              = 1
-	DefaultBackend           = backend.Local
-	DefaultFlavor            = backend.FlavorPoled
+	DefaultBackend           = backend.Default
+	DefaultFlavor            = backend.DefaultFlavor
 
 	// maxWindowKB is TCP's largest window: 65535 << 14 (RFC 7323), about 1 GiB.
 	maxWindowKB = 1 << 20

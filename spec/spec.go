@@ -38,8 +38,8 @@ type Spec struct {
 	PreloadMB   int       // MB of application state preloaded on every server before the run (0)
 	Repetitions int       // runs per point (5)
 	Seed        uint64    // (1)
-	Backend     string    // one of backend.Names(), backend.Local by default
-	Flavor      string    // one of backend.Flavors(): the replicas, poled by default
+	Backend     string    // one of backend.Names(), backend.Default by default
+	Flavor      string    // one of backend.Flavors(): the replicas, backend.DefaultFlavor by default
 	Links       Links
 
 	// File is where the spec came from (the name given to Parse).

@@ -511,40 +511,67 @@ func (s *Spec) checkGroups(path string, groups [][]int, server func(string, int)
 	return nil
 }
 
-// checkFlavor checks what Apache ZooKeeper can run: its own election only (history),
-// its first leader the highest id (all servers start in sync), and no fault that needs
-// a replica to cut its own links or a harness hook ZooKeeper lacks.
+// checkFlavor checks the spec against what its flavor declares (backend.Flavor): the
+// oracles its election follows, its first leader, the backends it runs on, whether it
+// preloads state, and the faults it plays; then the faults against its backend's.
 func (s *Spec) checkFlavor() error {
-	if !slices.Contains(backend.Flavors(), s.Flavor) {
+	f, known := backend.LookupFlavor(s.Flavor)
+	switch {
+	case !known && s.Flavor == DefaultFlavor:
+		return nil // a program that links no backend reads specs for their layout only
+	case !known:
 		return s.errf("flavor", "unknown flavor %q (known: %s)", s.Flavor, strings.Join(backend.Flavors(), ", "))
 	}
-	if s.Flavor != backend.FlavorZooKeeper {
-		return nil
-	}
-	const zk = "flavor zookeeper"
-	if s.Oracle.Name != score.History {
+	fl := "flavor " + f.Name
+	why := f.Carries.Reason
+	if f.Oracles != nil && !slices.Contains(f.Oracles, s.Oracle.Name) {
 		path := "oracle"
 		if s.pos["oracle.name"] != "" {
 			path = "oracle.name"
 		}
-		return s.errf(path, "%s: only the history oracle exists (ZooKeeper's own election), not %q", zk, s.Oracle.Name)
+		return s.errf(path, "%s: only the %s oracle exists (%s), not %q", fl, backend.List(f.Oracles), why("oracle"), s.Oracle.Name)
 	}
-	if n := s.N(); s.InitialLeader != n {
-		return s.errf("initial_leader", "%s: ZooKeeper's first election picks the highest id among servers in sync, so the initial leader must be %s, not %s",
-			zk, topology.Name(n), topology.Name(s.InitialLeader))
+	if n := s.N(); f.HighestFirst && s.InitialLeader != n {
+		return s.errf("initial_leader", "%s: %s, so the initial leader must be %s, not %s",
+			fl, why("initial_leader"), topology.Name(n), topology.Name(s.InitialLeader))
 	}
-	if !backend.Runs(s.Backend, s.Flavor) {
-		return s.errf("backend", "%s runs on the %s backends, not %q", zk, strings.Join(backend.For(s.Flavor), " and "), s.Backend)
+	if _, ok := backend.Lookup(s.Backend); ok && !backend.Runs(s.Backend, s.Flavor) {
+		return s.errf("backend", "%s runs on the %s backends, not %q", fl, backend.List(backend.For(s.Flavor)), s.Backend)
 	}
-	if s.PreloadMB != 0 {
-		return s.errf("preload_mb", "%s: preloading state is a poled feature; ZooKeeper starts empty", zk)
+	if s.PreloadMB != 0 && !f.Preload {
+		return s.errf("preload_mb", "%s: %s", fl, why("preload_mb"))
 	}
-	if len(s.Outdate) > 0 {
-		return s.errf("outdate", "%s: an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do", zk)
+	if len(s.Outdate) > 0 && !f.Carries.Plays(nemesis.Outdate) {
+		return s.errf("outdate", "%s: %s", fl, why("outdate"))
 	}
-	for i, f := range s.Faults {
-		if f.Kill == 0 && f.Restart == 0 && f.Pause == 0 && f.Resume == 0 {
-			return s.errf(index("faults", i), "%s: only kill, restart, pause and resume faults (partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do)", zk)
+	var plays []string
+	for _, k := range f.Carries.Faults {
+		if k != nemesis.Crash {
+			plays = append(plays, string(k))
+		}
+	}
+	kinds := map[string]nemesis.Kind{} // faults[i] -> its kind
+	for _, e := range s.schedule() {
+		entry, _, _ := strings.Cut(e.Source, ".")
+		kinds[entry] = e.Kind
+	}
+	for i := range s.Faults {
+		if k := kinds[index("faults", i)]; !f.Carries.Plays(k) {
+			return s.errf(index("faults", i), "%s: only %s faults (%s)", fl, backend.List(plays), why(string(k)))
+		}
+	}
+	return s.checkBackendFaults()
+}
+
+// checkBackendFaults refuses a fault the spec's backend does not play, as it declares.
+func (s *Spec) checkBackendFaults() error {
+	b, known := backend.Lookup(s.Backend)
+	if !known {
+		return nil
+	}
+	for _, e := range s.schedule() {
+		if !b.Carries.Plays(e.Kind) {
+			return s.errf(e.Source, "the %s backend does not play %s faults: %s", b.Name, e.Kind, b.Carries.Reason(string(e.Kind)))
 		}
 	}
 	return nil
