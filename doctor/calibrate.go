@@ -323,7 +323,7 @@ func runPoint(ctx context.Context, o Options, base *spec.Spec, t Target, k float
 	}
 	out := filepath.Join(dir, fmt.Sprintf("%s-%s-%gx", t.Backend, t.Flavor, k))
 	t0 := time.Now()
-	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: out, Progress: o.Progress, ZooKeeperWarmUp: o.ZooKeeperWarmUp,
+	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: out, Progress: o.Progress, WarmUp: o.ZooKeeperWarmUp,
 		Log: o.Log.With("doctor", p.Target, "rate", rate)})
 	p.WallS = time.Since(t0).Seconds()
 	if err != nil {

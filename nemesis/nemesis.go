@@ -36,7 +36,7 @@ const (
 	Outdate Kind = "outdate"
 	Rejoin  Kind = "rejoin"
 	// IsolateLeader cuts whoever leads at that instant from every other server (the
-	// target must say who: Leaders); the executed fault names it.
+	// target says who: Target.Leader); the executed fault names it.
 	IsolateLeader Kind = "isolate-leader"
 	// OneWay cuts each pair (from, to) in one direction: what from sends to to is
 	// dropped, to's messages still reach from. Heal restores it.
@@ -125,40 +125,30 @@ func Pairs(groups [][]int) [][2]int {
 	return out
 }
 
-// Target is what the nemesis acts on; cluster.Cluster is one.
+// Target is what the nemesis acts on: a real cluster (the runner's) or the simulator.
+// It has a method for every kind; one it cannot carry returns Unsupported. Which kinds
+// a backend and a flavor carry they declare beforehand (package cluster/backend), so
+// that a spec is refused before it runs rather than at the fault.
 type Target interface {
+	// Kill stops a server at once; Restart starts a killed one again.
 	Kill(ctx context.Context, id int) error
 	Restart(ctx context.Context, id int) error
-}
-
-// Partitioner is a Target that can cut links: every message between a and b of each
-// pair is dropped both ways while cut (the broadcast channel alone with broadcastOnly).
-type Partitioner interface {
+	// SetLinks cuts (or restores) every message between a and b of each pair, both
+	// ways (the broadcast channel alone with broadcastOnly).
 	SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnly bool) error
-}
-
-// Pauser is a Target that can freeze a server and let it run again.
-type Pauser interface {
+	// CutOneWay cuts (or restores) links in one direction: (from, to) drops what from
+	// sends to to.
+	CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error
+	// Pause freezes a server, alive and silent; Resume lets it run again.
 	Pause(ctx context.Context, id int) error
 	Resume(ctx context.Context, id int) error
-}
-
-// DiskFaulter is a Target whose servers' disks the nemesis reaches: a kill that loses
-// what the log had not synced (with a torn record after it, tear), and a slower log.
-type DiskFaulter interface {
+	// KillLosing kills a server and loses what its log had not synced (with a torn
+	// record after it, tear); SlowDisk makes its log writes take delay longer.
 	KillLosing(ctx context.Context, id int, tear bool) error
 	SlowDisk(ctx context.Context, id int, delay time.Duration) error
-}
-
-// OneWayCutter is a Target that can cut links in one direction: (from, to) drops what
-// from sends to to.
-type OneWayCutter interface {
-	CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error
-}
-
-// Leaders is a Target that says who leads now (0: no one).
-type Leaders interface {
+	// Leader says who leads now (0: no one); ServerIDs lists every server.
 	Leader(ctx context.Context) (int, error)
+	ServerIDs() []int
 }
 
 // Unsupported is the error of a fault the target cannot carry.
@@ -213,13 +203,7 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 	// What is cut now, so that Heal restores exactly that.
 	cut := map[[2]int]bool{} // pair -> broadcast only
 	oneWay := map[[2]int]bool{}
-	links := func(f Fault, on bool) error {
-		p, ok := target.(Partitioner)
-		if !ok {
-			return fmt.Errorf("%s: this cluster cannot cut links", f.Kind)
-		}
-		return p.SetLinks(ctx, f.Pairs, on, f.BroadcastOnly)
-	}
+	links := func(f Fault, on bool) error { return target.SetLinks(ctx, f.Pairs, on, f.BroadcastOnly) }
 	for _, f := range faults {
 		if clock.WaitUntil(ctx, f.At) != nil {
 			return done
@@ -241,54 +225,32 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 				cut[p] = f.BroadcastOnly
 			}
 		case IsolateLeader:
-			l, ok := target.(Leaders)
-			if !ok {
-				e.Err = Unsupported{f.Kind}
-				break
-			}
-			id, err := l.Leader(ctx)
+			id, err := target.Leader(ctx)
 			switch {
 			case err != nil:
 				e.Err = err
 			case id == 0:
 				e.Err = errors.New("isolate-leader: no one leads")
 			default:
-				e.Server, e.Pairs = id, Isolating(id, servers(target))
+				e.Server, e.Pairs = id, Isolating(id, target.ServerIDs())
 				e.Err = links(e.Fault, true)
 				for _, p := range e.Pairs {
 					cut[p] = false
 				}
 			}
 		case OneWay:
-			o, ok := target.(OneWayCutter)
-			if !ok {
-				e.Err = Unsupported{f.Kind}
-				break
-			}
-			e.Err = o.CutOneWay(ctx, f.Pairs, true)
+			e.Err = target.CutOneWay(ctx, f.Pairs, true)
 			for _, p := range f.Pairs {
 				oneWay[p] = true
 			}
-		case Pause, Resume:
-			p, ok := target.(Pauser)
-			switch {
-			case !ok:
-				e.Err = Unsupported{f.Kind}
-			case f.Kind == Pause:
-				e.Err = p.Pause(ctx, f.Server)
-			default:
-				e.Err = p.Resume(ctx, f.Server)
-			}
-		case LoseUnsynced, TornTail, SlowDisk:
-			d, ok := target.(DiskFaulter)
-			switch {
-			case !ok:
-				e.Err = Unsupported{f.Kind}
-			case f.Kind == SlowDisk:
-				e.Err = d.SlowDisk(ctx, f.Server, f.Delay)
-			default:
-				e.Err = d.KillLosing(ctx, f.Server, f.Kind == TornTail)
-			}
+		case Pause:
+			e.Err = target.Pause(ctx, f.Server)
+		case Resume:
+			e.Err = target.Resume(ctx, f.Server)
+		case SlowDisk:
+			e.Err = target.SlowDisk(ctx, f.Server, f.Delay)
+		case LoseUnsynced, TornTail:
+			e.Err = target.KillLosing(ctx, f.Server, f.Kind == TornTail)
 		case Rejoin:
 			if e.Err = links(f, false); e.Err == nil {
 				for _, p := range f.Pairs {
@@ -313,7 +275,7 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 			}
 			if len(oneWay) > 0 {
 				pairs := slices.SortedFunc(maps.Keys(oneWay), comparePairs)
-				errs = append(errs, target.(OneWayCutter).CutOneWay(ctx, pairs, false))
+				errs = append(errs, target.CutOneWay(ctx, pairs, false))
 			}
 			if e.Err = errors.Join(errs...); e.Err == nil {
 				clear(cut)
@@ -331,17 +293,6 @@ func Play(ctx context.Context, clock Clock, target Target, faults []Fault, obs O
 }
 
 func comparePairs(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) }
-
-// Serverser is a Target that lists its servers' ids (Leaders' targets do, for the
-// isolation of the leader).
-type Serverser interface{ ServerIDs() []int }
-
-func servers(t Target) []int {
-	if s, ok := t.(Serverser); ok {
-		return s.ServerIDs()
-	}
-	return nil
-}
 
 // CrashAt is when the initial leader's crash was issued, and whether it happened.
 func CrashAt(done []Executed) (time.Duration, bool) {

@@ -21,9 +21,22 @@ func (c *fakeClock) WaitUntil(ctx context.Context, at time.Duration) error {
 	return nil
 }
 
+// lacks is the part of a target that carries nothing beyond kill and restart.
+type lacks struct{}
+
+func (lacks) SetLinks(context.Context, [][2]int, bool, bool) error { return Unsupported{Partition} }
+func (lacks) CutOneWay(context.Context, [][2]int, bool) error      { return Unsupported{OneWay} }
+func (lacks) Pause(context.Context, int) error                     { return Unsupported{Pause} }
+func (lacks) Resume(context.Context, int) error                    { return Unsupported{Resume} }
+func (lacks) KillLosing(context.Context, int, bool) error          { return Unsupported{LoseUnsynced} }
+func (lacks) SlowDisk(context.Context, int, time.Duration) error   { return Unsupported{SlowDisk} }
+func (lacks) Leader(context.Context) (int, error)                  { return 0, Unsupported{IsolateLeader} }
+func (lacks) ServerIDs() []int                                     { return nil }
+
 // recorder is a target that logs what it was asked, on the clock, and fails restarts
 // of server 9.
 type recorder struct {
+	lacks
 	clock *fakeClock
 	log   []string
 }

@@ -76,7 +76,7 @@ func (c *traceCollector) poll(ctx context.Context, servers []cluster.Server, ali
 
 func (c *traceCollector) collect(ctx context.Context, servers []cluster.Server, alive func(int) bool) {
 	for _, s := range servers {
-		if s.Admin != "" && alive(s.ID) { // ZooKeeper's servers have no admin port, and no trace
+		if s.Admin != "" && alive(s.ID) { // a server without an admin port keeps no trace
 			c.fetch(ctx, s)
 		}
 	}

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/storage"
 )
 
 // The faults a real cluster carries beyond kill, restart and cuts, each through what
-// the backend offers (docs/faults.md):
+// the backend offers (docs/faults.md); which of them a backend and a flavor carry they
+// declare (package cluster/backend), and a run is refused before it starts otherwise:
 //   - pause: the cluster's own (cluster.Pauser: a frozen loop, docker pause), else
 //     SIGSTOP and SIGCONT to a server that is a process on this host (cluster.Pids);
 //   - a kill that loses unsynced writes (and tears the log's tail): a kill, then
@@ -25,13 +27,7 @@ import (
 //   - a one-way cut (a, b): a drops what it sends to b, b refuses what a sends, each
 //     through its admin port (replica.Cut.Direction).
 
-var (
-	_ nemesis.Pauser       = (*target)(nil)
-	_ nemesis.DiskFaulter  = (*target)(nil)
-	_ nemesis.Leaders      = (*target)(nil)
-	_ nemesis.Serverser    = (*target)(nil)
-	_ nemesis.OneWayCutter = (*target)(nil)
-)
+var _ nemesis.Target = (*target)(nil)
 
 func (t *target) CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error {
 	out, in := map[int][]int{}, map[int][]int{}
@@ -208,24 +204,26 @@ func (t *target) Leader(ctx context.Context) (int, error) {
 	return best, nil
 }
 
-// supports says why this cluster cannot carry a fault of kind k, nil if it can: a
-// run refuses the schedule before it starts rather than fail at the fault.
-func (t *target) supports(k nemesis.Kind) error {
-	_, zk := t.Cluster.(cluster.Timelines) // ZooKeeper's servers: no admin port, not poled's log
-	switch k {
-	case nemesis.Pause, nemesis.Resume:
-		_, p := t.Cluster.(cluster.Pauser)
-		_, pids := t.Cluster.(cluster.Pids)
-		if !p && !pids {
-			return fmt.Errorf("%w: its servers are neither paused by the backend nor processes of this host", nemesis.Unsupported{Kind: k})
-		}
-	case nemesis.LoseUnsynced, nemesis.TornTail:
-		if _, ok := t.Cluster.(cluster.DataDirs); !ok || zk {
-			return fmt.Errorf("%w: its servers' poled logs are not on this host", nemesis.Unsupported{Kind: k})
-		}
-	case nemesis.SlowDisk, nemesis.IsolateLeader, nemesis.OneWay:
-		if zk {
-			return fmt.Errorf("%w: ZooKeeper has no admin port to ask", nemesis.Unsupported{Kind: k})
+// reaches says why a real executor cannot reach on cl what its backend and flavor
+// declare they carry (a registration that claims more than its cluster does), nil if
+// it can: pause through the cluster or its pids, the disk faults that cut a log
+// through its data directories, link schedules through the cluster.
+func reaches(name, flavor string, cl cluster.Cluster) error {
+	c := backend.Carried(name, flavor)
+	_, pauser := cl.(cluster.Pauser)
+	_, pids := cl.(cluster.Pids)
+	_, dirs := cl.(cluster.DataDirs)
+	_, sched := cl.(cluster.LinkSchedules)
+	for _, lack := range []struct {
+		carried, reached bool
+		what             string
+	}{
+		{c.Plays(nemesis.Pause), pauser || pids, "pause (cluster.Pauser or Pids)"},
+		{c.Plays(nemesis.LoseUnsynced) || c.Plays(nemesis.TornTail), dirs, "lose-unsynced and torn-tail (cluster.DataDirs)"},
+		{c.Links.Schedules, sched, "link schedules (cluster.LinkSchedules)"},
+	} {
+		if lack.carried && !lack.reached {
+			return fmt.Errorf("the %s backend with flavor %s declares %s, which its cluster lacks", name, flavor, lack.what)
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 func Parallelism(jobs int, sps ...*spec.Spec) int {
 	var most uint64
 	for _, sp := range sps {
-		if sp == nil || sp.Backend != backend.Sim {
+		if sp == nil || !backend.Simulated(sp.Backend) {
 			return 1
 		}
 		most = max(most, simMemory(sp))
@@ -30,7 +30,7 @@ func Parallelism(jobs int, sps ...*spec.Spec) int {
 // on (Options.Workers): the cores left over by the repetitions that run at once; 1
 // for a real backend, or where the cores are all taken.
 func SimWorkers(jobs int, sp *spec.Spec) int {
-	if sp.Backend != backend.Sim {
+	if !backend.Simulated(sp.Backend) {
 		return 1
 	}
 	return max(1, runtime.GOMAXPROCS(0)/max(1, min(Parallelism(jobs, sp), sp.Repetitions)))
@@ -61,7 +61,7 @@ func repetition(ctx context.Context, o Options, dir string, n int) outcome {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return outcome{err: fmt.Errorf("repetition %d: %w", n, err)}
 	}
-	r := &repetitionRun{o: o, n: n, dir: dir, log: o.Log.With("rep", n), traces: newTraceCollector()}
+	r := &repetitionRun{o: o, n: n, dir: dir, log: o.Log.With("rep", n)}
 	run, err := r.run(ctx)
 	if err != nil {
 		err = fmt.Errorf("repetition %d: %w", n, err)

@@ -66,7 +66,7 @@ func runSpec(t *testing.T, s *spec.Spec) (*analysis.Summary, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// Correctness only: a ZooKeeper cluster need not warm its JIT up first.
-	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t}), ZooKeeperWarmUp: -1})
+	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t}), WarmUp: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/polebench/polebench/cluster"
@@ -9,9 +10,13 @@ import (
 	"github.com/polebench/polebench/trial"
 )
 
-// simulate is a repetition on the sim backend: the same servers' code in virtual
-// time, and the same history as a real run.
-func (r *repetitionRun) simulate(ctx context.Context, t *trial.Test) (*trial.History, error) {
+// simRun is the executor of a test in the simulator: the same servers' code in
+// virtual time, and the same history as a real run.
+type simRun struct{ *repetitionRun }
+
+var _ trial.Executor = simRun{}
+
+func (r simRun) Execute(ctx context.Context, t *trial.Test, _ *trial.Store) (*trial.History, error) {
 	r.status("simulating %s (%d servers, %v)", t.Spec.Name, t.Topology.N(), t.Spec.Duration)
 	t0 := time.Now()
 	cfg := t.Sim(r.log.With("part", "sim"))
@@ -26,6 +31,11 @@ func (r *repetitionRun) simulate(ctx context.Context, t *trial.Test) (*trial.His
 		r.log.Info("simulated again on one loop", "why", res.OneLoop)
 	}
 	return Simulated(t, res), nil
+}
+
+// interrupted says where what an interrupted simulation left is.
+func (r simRun) interrupted() error {
+	return fmt.Errorf("interrupted: what was simulated is in %s", r.dir)
 }
 
 // Simulated is the history of a simulated run of t.

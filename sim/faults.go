@@ -9,8 +9,7 @@ import (
 	"github.com/polebench/polebench/nemesis"
 )
 
-// The faults beyond kill, restart and two-way cuts, as the simulator carries them
-// (nemesis.Pauser, DiskFaulter, OneWayCutter, Leaders):
+// The faults beyond kill, restart and two-way cuts, as the simulator carries them:
 //   - a paused server processes nothing (its loop is busy until the schedule's resume:
 //     messages, requests and its ticks wait, as for a process under SIGSTOP);
 //   - a kill that loses unsynced writes is the simulator's kill (the disk keeps only
@@ -20,13 +19,7 @@ import (
 //   - a one-way cut drops one direction of both channels and resets the sender's
 //     broadcast stream, as a cut does on the side that sends.
 
-var (
-	_ nemesis.Pauser       = target{}
-	_ nemesis.DiskFaulter  = target{}
-	_ nemesis.OneWayCutter = target{}
-	_ nemesis.Leaders      = target{}
-	_ nemesis.Serverser    = target{}
-)
+var _ nemesis.Target = target{}
 
 func (t target) ServerIDs() []int { return t.s.cfg.Topology.Servers() }
 

@@ -54,15 +54,15 @@ func Seeded(sp *spec.Spec, seed uint64) (*Test, error) {
 	return &Test{Spec: sp, N: 1, Seed: seed, Topology: topo, Plan: sp.Plan(topo, seed), Faults: sp.FaultSchedule(), Rates: sp.RatesByDC()}, nil
 }
 
-// Cluster is the cluster's options: poled traces every write (for the latency
-// anatomy); where it keeps its data, how its leftovers are labelled, its log and a
-// ZooKeeper cluster's warm-up are the executor's.
+// Cluster is the cluster's options: every server that traces traces every write (for
+// the latency anatomy; a flavor without traces ignores it); where it keeps its data,
+// how its leftovers are labelled, its log and a flavor's warm-up are the executor's.
 func (t *Test) Cluster(dataRoot, label string, log *slog.Logger, warmUp time.Duration) cluster.Options {
 	sp := t.Spec
 	return cluster.Options{
 		Topology: t.Topology, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, Plan: t.Plan,
 		DataRoot: dataRoot, PreloadMB: sp.PreloadMB, Label: label, Logger: log, Flavor: sp.Flavor,
-		Trace: sp.Flavor != cluster.ZooKeeper, Nodes: sp.Nodes(), WarmUp: warmUp,
+		Trace: true, Nodes: sp.Nodes(), WarmUp: warmUp,
 	}
 }
 

@@ -92,7 +92,7 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 		defer set(false)
 	}
 	var stuck error
-	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: dir, Faults: faults, Fsync: true, ZooKeeperWarmUp: -1,
+	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: dir, Faults: faults, Fsync: true, WarmUp: -1,
 		AfterLoad: func(ctx context.Context, cl cluster.Cluster) error {
 			stuck = runner.Converge(ctx, cl, cmp.Or(c.converge, checkConverge))
 			return nil
