@@ -46,7 +46,7 @@ func commands() []command {
 			_, err := fmt.Fprintf(stdout, "polebench %s\n", version)
 			return err
 		}},
-		{"help", "[COMMAND]", "show this help, or a command's flags", runHelp},
+		{"help", "[COMMAND | backends]", "show this help, a command's flags, or what each backend and flavor carries", runHelp},
 	}
 }
 
@@ -93,6 +93,9 @@ func runHelp(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stdout)
 		return nil
+	}
+	if args[0] == "backends" {
+		return printBackends(stdout)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] && c.name != "help" {

@@ -35,6 +35,8 @@ func TestModelGolden(t *testing.T) {
 		{"model-dep3-p1.txt", []string{"model", "--p", "1", "experiments/three-dc-dep3.yaml", "--oracle", "latency"}},
 		// The jitter-aware term beside the plain model (a fixed seed: repeatable).
 		{"model-dep3-p1-jitter.txt", []string{"model", "three-dc-dep3", "--p", "1", "--oracle", "consensus", "--jitter-aware"}},
+		// What each backend and flavor declares (package cluster/backend's registry).
+		{"help-backends.txt", []string{"help", "backends"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
