@@ -41,7 +41,7 @@ const (
 	// OneWay cuts each pair (from, to) in one direction: what from sends to to is
 	// dropped, to's messages still reach from. Heal restores it.
 	OneWay Kind = "one-way"
-	// Pause freezes a server (SIGSTOP, docker pause, a frozen loop): alive, holding its
+	// Pause freezes a server (SIGSTOP, a container's pause, a frozen loop): alive, holding its
 	// connections, silent. Resume lets it run again.
 	Pause  Kind = "pause"
 	Resume Kind = "resume"

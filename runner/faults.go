@@ -18,7 +18,7 @@ import (
 // The faults a real cluster carries beyond kill, restart and cuts, each through what
 // the backend offers (docs/faults.md); which of them a backend and a flavor carry they
 // declare (package cluster/backend), and a run is refused before it starts otherwise:
-//   - pause: the cluster's own (cluster.Pauser: a frozen loop, docker pause), else
+//   - pause: the cluster's own (cluster.Pauser: a frozen loop, a container's pause), else
 //     SIGSTOP and SIGCONT to a server that is a process on this host (cluster.Pids);
 //   - a kill that loses unsynced writes (and tears the log's tail): a kill, then
 //     storage.LoseUnsynced on the server's data directory (cluster.DataDirs);

@@ -92,7 +92,7 @@ type target struct {
 	cluster.Cluster
 	mu   sync.Mutex
 	slow map[int]time.Duration // slow disks, applied again after a restart
-	// Paused servers (SIGSTOP, docker pause) answer no admin request: what the
+	// Paused servers (SIGSTOP, a container's pause) answer no admin request: what the
 	// nemesis cuts or restores at them waits for their resume.
 	paused  map[int]bool
 	pending map[int][]replica.Cut

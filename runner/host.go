@@ -16,7 +16,7 @@ import (
 
 // hostMeter measures the host while a trial runs: the harness's hiccup meter, the host
 // sampler, and the reports of the replicas' own meters (servers in processes of their
-// own: netns, docker, swarm), a killed server's fetched before it dies.
+// own), a killed server's fetched before it dies.
 type hostMeter struct {
 	meter  *hiccup.Meter
 	host   *hiccup.HostSampler
@@ -28,8 +28,8 @@ type hostMeter struct {
 }
 
 // startHostMeter starts the meters of the harness and of cl: the host sampler also
-// samples the lateness of the user-space links in this process (the local backend's,
-// poled's and ZooKeeper's), and watches the harness and every server that is a
+// samples the lateness of the user-space links in this process (the nodes' and the
+// proxies' of servers that run here), and watches the harness and every server that is a
 // process of this host from outside (watchServer).
 func startHostMeter(ctx context.Context, cl cluster.Cluster) *hostMeter {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -52,7 +52,7 @@ type Options struct {
 	// Faults, if set, replace the spec's schedule in every repetition (a check's
 	// random one: sim.RandomFaults).
 	Faults []nemesis.Fault
-	// Fsync runs poled with fsync on: what it acknowledged is durable, so the nemesis
+	// Fsync runs the replicas with fsync on: what it acknowledged is durable, so the nemesis
 	// can lose the rest (nemesis.LoseUnsynced).
 	Fsync bool
 	// AfterLoad, if set, is called on a real cluster once the load and the faults are

@@ -55,9 +55,9 @@ type DataCenter struct {
 	// the DC's RTTs to other DCs with a region come from the preset.
 	Region  string `json:",omitempty"`
 	Servers []int
-	// Nodes, for the swarm backend, are the swarm nodes (host names or IDs) its
-	// servers run on, round robin; without them, the nodes labelled polebench.dc=<Name>.
-	// The other backends run every server on this machine.
+	// Nodes, for a backend that spreads servers over machines, are the nodes (host
+	// names or IDs) its servers run on, round robin; without them, the nodes labelled
+	// polebench.dc=<Name>. The other backends run every server on this machine.
 	Nodes []string
 }
 
@@ -347,7 +347,7 @@ func (s *Spec) RatesByDC() map[string]float64 {
 }
 
 // Topology builds the deployment the spec describes.
-// Nodes is each data center's swarm nodes, for those that name them.
+// Nodes is each data center's nodes, for those that name them.
 func (s *Spec) Nodes() map[string][]string {
 	m := map[string][]string{}
 	for _, dc := range s.DataCenters {
