@@ -15,39 +15,40 @@ import (
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/workload/client"
 	"github.com/polebench/polebench/zkserver"
 )
 
-const (
-	keyPrefix = "/polebench"
-	// retryFor and drainFor are the workload's defaults: how long a request that found
-	// no server waits for one, and how long the end of a run waits for what is in flight.
-	retryFor = 10 * time.Second
-	drainFor = 5 * time.Second
-)
-
-// dcClient is one DC's pacer, with the workload's random streams.
+// dcClient is one DC's pacer, with the workload's random streams, and its client core.
 type dcClient struct {
 	name    string
 	index   int
 	rate    float64
-	servers []*server
+	servers dcServers
+	client  *client.DC
 	sched   *workload.Schedule
 	keyRng  *rand.Rand
-	pickRng *rand.Rand
 	seq     uint64
 	next    time.Duration // the intended time of the request pace scheduled
 	issue   func()        // pace's event, made once (not a closure per request)
 }
 
+// dcServers are a DC's servers as the client core reads them.
+type dcServers []*server
+
+func (d dcServers) Len() int          { return len(d) }
+func (d dcServers) Usable(i int) bool { return d[i].usable() }
+func (d dcServers) Down(i int) bool   { return d[i].harnessDown }
+
 // request is one write between its pacer and its outcome.
 type request struct {
-	s     *Sim
-	id    uint64
-	dc    *dcClient
-	rec   workload.Record
-	rng   *rand.Rand // re-picks only
-	ended bool
+	s   *Sim
+	dc  *dcClient
+	c   client.Request
+	key string
+	// What the acknowledgement said (OK only).
+	zxid    int64
+	version int32
 	// The request's next step, one at a time: reaching srv (incarnation inc), then
 	// srv's loop taking it (it was received at recv). step is its event, made once
 	// per request rather than a closure per step, and dropped after the last (the
@@ -70,11 +71,11 @@ const (
 func (r *request) advance() {
 	switch r.stage {
 	case toServer:
-		if r.ended {
+		if r.c.Ended() {
 			return
 		}
 		if !r.srv.alive(r.inc) {
-			r.end(workload.Unknown, "connection closed: server killed", datatree.Stat{})
+			r.reply(client.Lost, "connection closed: server killed", datatree.Stat{})
 			return
 		}
 		r.srv.submit(r)
@@ -118,27 +119,25 @@ func (s *Sim) load(ctx context.Context) {
 			continue
 		}
 		arrival, key, pick := workload.Seeds(s.cfg.Seed, name)
+		c.client = client.NewDC(client.Config{Seed: s.cfg.Seed}, name, c.servers, pick)
 		var err error
 		if c.sched, err = workload.NewSchedule(s.cfg.Arrival, c.rate, arrival); err != nil {
 			s.fail(err)
 			return
 		}
 		c.keyRng = rand.New(rand.NewPCG(key, 1))
-		c.pickRng = rand.New(rand.NewPCG(pick, 2))
 		s.pace(c)
 	}
 	nemesis.Play(ctx, clock{s}, target{s}, s.cfg.Faults, s.observer())
 	if s.runUntil(ctx, s.start+int64(s.cfg.Duration)) == nil {
-		s.runWhile(ctx, s.inFlight, time.Millisecond, drainFor)
+		s.runWhile(ctx, s.inFlight, time.Millisecond, client.DefaultDrain)
 	}
 	why := "still in flight after the drain"
 	if ctx.Err() != nil { // interrupted: what was in flight may yet commit
 		why = "in flight when the run was interrupted"
 	}
 	for _, r := range s.allReqs() {
-		if !r.ended {
-			r.end(workload.Unknown, why, datatree.Stat{})
-		}
+		r.reply(client.Lost, why, datatree.Stat{}) // (one waiting for a server too)
 	}
 	s.harness = append(s.harness, record.Harness(s.since(), event.LoadEnd, 0, nil))
 }
@@ -186,88 +185,61 @@ func (s *Sim) pace(c *dcClient) {
 // issue starts c's request intended now, and paces the next.
 func (s *Sim) issue(c *dcClient) {
 	c.seq++
-	r := &request{s: s, id: workload.RequestID(c.index, c.seq), dc: c}
+	r := &request{s: s, dc: c, key: s.keys[c.keyRng.IntN(s.cfg.Keys)], version: -1}
 	r.step = r.advance
-	r.rec = workload.Record{ID: r.id, DC: c.name, Key: s.keys[c.keyRng.IntN(s.cfg.Keys)],
-		Intended: c.next, Sent: -1, Version: -1}
+	r.c = c.client.Issue(workload.RequestID(c.index, c.seq), c.next)
 	s.reqs = append(s.reqs, r)
 	s.open++
-	r.try(c.pick(c.pickRng))
+	r.try()
 	s.pace(c)
 }
 
-// pick chooses uniformly among the DC's usable servers, as the workload does.
-func (c *dcClient) pick(rng *rand.Rand) *server {
-	var cand []*server
-	for _, v := range c.servers {
-		if v.usable() {
-			cand = append(cand, v)
-		}
-	}
-	if len(cand) == 0 {
-		return nil
-	}
-	return cand[rng.IntN(len(cand))]
-}
+// try takes the client core's next step.
+func (r *request) try() { r.follow(r.dc.client.Next(&r.c, r.s.since())) }
 
-func (c *dcClient) allKilled() bool {
-	for _, v := range c.servers {
-		if !v.harnessDown {
-			return false
-		}
-	}
-	return true
-}
-
-// try sends the request to srv, or to another usable server of its DC, or waits for
-// one (workload.do's loop).
-func (r *request) try(srv *server) {
+// follow does what the client core decided: send to a server (the client hop), wait
+// for one (until the drain is over), or nothing more.
+func (r *request) follow(step client.Step) {
 	s := r.s
-	if srv == nil || !srv.usable() {
-		if r.rng == nil {
-			r.rng = rand.New(rand.NewPCG(s.cfg.Seed, r.id))
-		}
-		srv = r.dc.pick(r.rng)
-	}
-	if srv == nil {
-		switch {
-		case r.dc.allKilled():
-			r.end(workload.Failed, "no live server in DC "+r.dc.name, datatree.Stat{})
-		case s.since() >= r.rec.Intended+retryFor:
-			r.end(workload.Failed, fmt.Sprintf("no server of DC %s available for %v", r.dc.name, retryFor), datatree.Stat{})
-		case s.since() >= s.cfg.Duration+drainFor:
-			r.end(workload.Failed, errStopped.Error(), datatree.Stat{})
-		default:
-			s.after(r.dc.index, workload.RetryBackoff, func() {
-				if !r.ended {
-					r.try(nil)
+	switch step.Action {
+	case client.Send:
+		srv := r.dc.servers[step.Server]
+		r.dc.client.Sending(&r.c, s.since())
+		r.stage, r.srv, r.inc = toServer, srv, srv.inc
+		s.after(srv.part, s.cfg.ClientDelay, r.step)
+		return
+	case client.Wait:
+		if s.since() < s.cfg.Duration+client.DefaultDrain {
+			s.after(r.dc.index, step.After, func() {
+				if !r.c.Ended() {
+					r.try()
 				}
 			})
+			return
 		}
-		return
+		r.dc.client.Stop(&r.c, s.since())
 	}
-	if r.rec.Sent < 0 {
-		r.rec.Sent = s.since()
-	}
-	r.rec.Attempts++
-	r.rec.Server = srv.id
-	r.stage, r.srv, r.inc = toServer, srv, srv.inc
-	s.after(srv.part, s.cfg.ClientDelay, r.step)
+	r.finish()
 }
 
-// end records the outcome; the reply takes the client hop back.
-func (r *request) end(o workload.Outcome, msg string, st datatree.Stat) {
-	if r.ended {
+// reply is what the server made of the request; an acknowledgement takes the client
+// hop back.
+func (r *request) reply(kind client.Reply, msg string, st datatree.Stat) {
+	if r.c.Ended() {
 		return
 	}
-	r.ended, r.step = true, nil
-	r.s.open--
-	r.rec.Outcome, r.rec.Err = o, msg
-	r.rec.Done = r.s.since()
-	if o == workload.OK {
-		r.rec.Zxid, r.rec.Version = st.Mzxid, st.Version
-		r.rec.Done += r.s.cfg.ClientDelay
+	at := r.s.since()
+	if kind == client.Acked {
+		r.zxid, r.version = st.Mzxid, st.Version
+		at += r.s.cfg.ClientDelay
 	}
+	r.follow(r.dc.client.Reply(&r.c, at, kind, msg))
+}
+
+// finish is the end of a request's events.
+func (r *request) finish() {
+	r.step = nil
+	r.s.open--
 }
 
 // records are the requests' records in the workload's order.
@@ -275,7 +247,13 @@ func (s *Sim) records() []workload.Record {
 	reqs := s.allReqs()
 	out := make([]workload.Record, 0, len(reqs))
 	for _, r := range reqs {
-		out = append(out, r.rec)
+		c := &r.c
+		rec := workload.Record{ID: c.ID, DC: r.dc.name, Key: r.key, Intended: c.Intended, Sent: c.Sent,
+			Done: c.Done, Outcome: c.Outcome, Zxid: r.zxid, Version: r.version, Attempts: c.Attempts, Err: c.Err}
+		if c.Server >= 0 {
+			rec.Server = r.dc.servers[c.Server].id
+		}
+		out = append(out, rec)
 	}
 	slices.SortFunc(out, func(a, b workload.Record) int {
 		return cmp.Or(cmp.Compare(a.Intended, b.Intended), cmp.Compare(a.ID, b.ID))
@@ -298,7 +276,7 @@ func (s *Sim) createKeys(ctx context.Context, leader *server) error {
 			}
 		})
 	}
-	parts := strings.Split(keyPrefix, "/")[1:]
+	parts := strings.Split(client.DefaultPrefix, "/")[1:]
 	for i := range parts {
 		submit(datatree.Create("/"+strings.Join(parts[:i+1], "/"), nil, 0))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
+	"github.com/polebench/polebench/workload/client"
 	"github.com/polebench/polebench/zab"
 	"github.com/polebench/polebench/zkserver"
 )
@@ -215,11 +216,9 @@ func (v *server) drain() {
 		return
 	}
 	if v.lostAt >= 0 {
-		// The sessions lost at lostAt redial at once and then every ReconnectEvery
-		// (the workload's pace); the first redial that finds the server serving
-		// connects, a client round trip later.
-		k := (v.s.now - v.lostAt + int64(workload.ReconnectEvery) - 1) / int64(workload.ReconnectEvery)
-		v.readyAt = v.lostAt + max(k, 1)*int64(workload.ReconnectEvery) + 2*int64(v.s.cfg.ClientDelay)
+		// The sessions lost at lostAt redial as the client core says; the first redial
+		// that finds the server serving connects, a client round trip later.
+		v.readyAt = v.lostAt + int64(client.Redialed(time.Duration(v.s.now-v.lostAt))) + 2*int64(v.s.cfg.ClientDelay)
 	}
 	if v.awaitServing {
 		v.awaitServing = false
@@ -248,7 +247,7 @@ func (v *server) failInflight(msg string) {
 	for _, id := range sortedKeys(v.inflight) {
 		r := v.inflight[id]
 		delete(v.inflight, id)
-		r.end(workload.Unknown, msg, datatree.Stat{})
+		r.reply(client.Lost, msg, datatree.Stat{})
 	}
 }
 
@@ -517,7 +516,7 @@ func (v *server) submit(r *request) {
 	r.recv = s.now
 	start := max(s.now, v.busy)
 	v.busy = start + int64(s.cfg.ServiceTime)
-	v.inflight[r.id] = r
+	v.inflight[r.c.ID] = r
 	r.stage, r.srv, r.inc = toLoop, v, v.inc
 	s.at(v.part, v.busy, r.step)
 }
@@ -526,24 +525,24 @@ func (v *server) submit(r *request) {
 func (v *server) take(r *request) {
 	s := v.s
 	r.step = nil // its last step
-	if !v.alive(r.inc) || v.inflight[r.id] != r {
+	if !v.alive(r.inc) || v.inflight[r.c.ID] != r {
 		return
 	}
 	recv := r.recv
 	// The value is built in one buffer: Submit marshals the write at once.
-	s.value = workload.AppendValue(s.value[:0], s.runID, r.id, s.cfg.PayloadBytes)
-	txn := datatree.Txn{Time: s.wall().UnixMilli(), Op: datatree.SetData(r.rec.Key, s.value, -1)}
+	s.value = workload.AppendValue(s.value[:0], s.runID, r.c.ID, s.cfg.PayloadBytes)
+	txn := datatree.Txn{Time: s.wall().UnixMilli(), Op: datatree.SetData(r.key, s.value, -1)}
 	v.d.Submit(txn, true, func(o zkserver.Outcome) {
-		if v.inflight[r.id] != r {
+		if v.inflight[r.c.ID] != r {
 			return
 		}
-		delete(v.inflight, r.id)
+		delete(v.inflight, r.c.ID)
 		if o.Err != nil {
-			r.end(workload.Unknown, o.Err.Error(), datatree.Stat{})
+			r.reply(client.Lost, o.Err.Error(), datatree.Stat{})
 			return
 		}
 		if o.Result.Err != datatree.Ok {
-			r.end(workload.Failed, fmt.Sprint(o.Result.Err), datatree.Stat{})
+			r.reply(client.Refused, fmt.Sprint(o.Result.Err), datatree.Stat{})
 			return
 		}
 		if s.cfg.Trace { // what poled's client port marks
@@ -551,7 +550,7 @@ func (v *server) take(r *request) {
 			v.mark(trace.Mark{Zxid: z, At: recv, Kind: trace.Recv})
 			v.mark(trace.Mark{Zxid: z, At: s.now, Kind: trace.Reply})
 		}
-		r.end(workload.OK, "", o.Result.Stat)
+		r.reply(client.Acked, "", o.Result.Stat)
 	})
 	v.drain()
 }

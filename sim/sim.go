@@ -30,6 +30,7 @@ import (
 	"github.com/polebench/polebench/trace"
 	"github.com/polebench/polebench/workload"
 	"github.com/polebench/polebench/workload/arrival"
+	"github.com/polebench/polebench/workload/client"
 	"github.com/polebench/polebench/zab"
 )
 
@@ -317,7 +318,7 @@ func run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	for i := range cfg.Keys {
-		s.keys = append(s.keys, workload.KeyPath(keyPrefix, i))
+		s.keys = append(s.keys, workload.KeyPath(client.DefaultPrefix, i))
 	}
 	s.log = slog.New(virtualTime{cfg.Log.Handler(), s})
 	defer func() { s.win.close() }()
@@ -858,5 +859,3 @@ func (h virtualTime) WithAttrs(as []slog.Attr) slog.Handler {
 func (h virtualTime) WithGroup(name string) slog.Handler {
 	return virtualTime{h.Handler.WithGroup(name), h.s}
 }
-
-var errStopped = errors.New("run stopped before the request could be sent")

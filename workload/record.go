@@ -8,45 +8,18 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/csvfile"
+	"github.com/polebench/polebench/workload/client"
 )
 
-// Outcome is what the client learned about a request.
-type Outcome uint8
+// Outcome is what the client learned about a request (package client decides it).
+type Outcome = client.Outcome
 
+// The outcomes.
 const (
-	// OK: the server acknowledged the write.
-	OK Outcome = iota + 1
-	// Failed: a definite error; the write did not happen (a server's error reply, or the
-	// request was never sent).
-	Failed
-	// Unknown: the connection was lost with the request in flight; it may have committed.
-	Unknown
+	OK      = client.OK
+	Failed  = client.Failed
+	Unknown = client.Unknown
 )
-
-func (o Outcome) String() string {
-	switch o {
-	case OK:
-		return "ok"
-	case Failed:
-		return "failed"
-	case Unknown:
-		return "unknown"
-	}
-	return fmt.Sprintf("outcome(%d)", uint8(o))
-}
-
-// ParseOutcome is the inverse of Outcome.String.
-func ParseOutcome(s string) (Outcome, error) {
-	switch s {
-	case "ok":
-		return OK, nil
-	case "failed":
-		return Failed, nil
-	case "unknown":
-		return Unknown, nil
-	}
-	return 0, fmt.Errorf("unknown outcome %q (want ok, failed or unknown)", s)
-}
 
 // Record is one request of a run. Times are offsets from the run's start.
 type Record struct {
@@ -201,7 +174,7 @@ func parseRecord(row []string) (Record, error) {
 	if err != nil {
 		return r, err
 	}
-	if r.Outcome, err = ParseOutcome(row[7]); err != nil {
+	if r.Outcome, err = client.ParseOutcome(row[7]); err != nil {
 		return r, fmt.Errorf("field outcome: %w", err)
 	}
 	r.Err = row[11]

@@ -24,14 +24,6 @@ func Seeds(seed uint64, dc string) (arrival, key, pick uint64) {
 // the DCs sorted by name.
 func RequestID(dcIndex int, seq uint64) uint64 { return uint64(dcIndex+1)<<40 | seq }
 
-// ReconnectEvery is how often a session redials a server that lives but does not
-// serve (the simulator's clients reconnect at the same pace).
-const ReconnectEvery = reconnectEvery
-
-// RetryBackoff is how long a request waits before it is tried again when no session
-// of its DC could take it.
-const RetryBackoff = retryBackoff
-
 // Final is one key's final value on one server, as a read-back finds it.
 type Final struct {
 	Server  int

@@ -14,6 +14,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
+	"github.com/polebench/polebench/workload/client"
 )
 
 // VerifyConfig says where and what to read back after a run.
@@ -106,13 +107,13 @@ type read struct {
 // reading; the verdict is in the Verification (see Err).
 func Verify(ctx context.Context, cfg VerifyConfig, recs []Record) (*Verification, error) {
 	if cfg.Prefix == "" {
-		cfg.Prefix = "/polebench"
+		cfg.Prefix = client.DefaultPrefix
 	}
 	if cfg.Keys <= 0 {
-		cfg.Keys = 1000
+		cfg.Keys = defaultKeys
 	}
 	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = 10 * time.Second
+		cfg.SessionTimeout = defaultSessionTimeout
 	}
 	if cfg.Linearizability == 0 {
 		cfg.Linearizability = 10 * time.Second

@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/workload/arrival"
+	"github.com/polebench/polebench/workload/client"
 )
 
 // Server is one replica as the workload sees it.
@@ -37,21 +38,27 @@ type Config struct {
 
 	PayloadBytes      int           // default 1024
 	Keys              int           // keyspace size, default 1000
-	Prefix            string        // parent znode, default /polebench
+	Prefix            string        // parent znode, default client.DefaultPrefix
 	SessionsPerServer int           // default 4
 	MaxInFlight       int           // per server, default 256
 	SessionTimeout    time.Duration // default 10 s
 	// RetryFor bounds how long a request that could not be sent (no session of its DC
-	// available) keeps waiting for one, from its intended time; default 10 s.
+	// available) keeps waiting for one, from its intended time; default client.DefaultRetryFor.
 	RetryFor time.Duration
-	// Drain bounds the wait for in-flight requests after pacing ends; default 5 s. What
-	// is still in flight then is recorded unknown.
+	// Drain bounds the wait for in-flight requests after pacing ends; default
+	// client.DefaultDrain. What is still in flight then is recorded unknown.
 	Drain time.Duration
 
 	RecordsPath string // CSV records, gzip if it ends in .gz; "" keeps them in memory only
 	RunID       string // tag written into every value; default from Start
 	Log         *slog.Logger
 }
+
+// The defaults of the workload's own settings (the client core has the others).
+const (
+	defaultKeys           = 1000
+	defaultSessionTimeout = 10 * time.Second
+)
 
 func (c *Config) setDefaults() {
 	def := func(v *int, d int) {
@@ -68,14 +75,14 @@ func (c *Config) setDefaults() {
 		c.Arrival = arrival.Poisson
 	}
 	def(&c.PayloadBytes, 1024)
-	def(&c.Keys, 1000)
+	def(&c.Keys, defaultKeys)
 	def(&c.SessionsPerServer, 4)
 	def(&c.MaxInFlight, 256)
-	defDur(&c.SessionTimeout, 10*time.Second)
-	defDur(&c.RetryFor, 10*time.Second)
-	defDur(&c.Drain, 5*time.Second)
+	defDur(&c.SessionTimeout, defaultSessionTimeout)
+	defDur(&c.RetryFor, client.DefaultRetryFor)
+	defDur(&c.Drain, client.DefaultDrain)
 	if c.Prefix == "" {
-		c.Prefix = "/polebench"
+		c.Prefix = client.DefaultPrefix
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -142,8 +149,16 @@ type dc struct {
 	name    string
 	index   int
 	rate    float64
-	servers []*server
+	servers dcServers
+	client  *client.DC
 }
+
+// dcServers are a DC's servers as the client core reads them.
+type dcServers []*server
+
+func (s dcServers) Len() int          { return len(s) }
+func (s dcServers) Usable(i int) bool { return s[i].usable() }
+func (s dcServers) Down(i int) bool   { return s[i].killed.Load() }
 
 type server struct {
 	Server
@@ -184,6 +199,8 @@ func New(cfg Config) (*Workload, error) {
 	slices.SortFunc(w.dcs, func(a, b *dc) int { return strings.Compare(a.name, b.name) })
 	for i, d := range w.dcs {
 		d.index = i
+		d.client = client.NewDC(client.Config{Seed: cfg.Seed, RetryFor: cfg.RetryFor}, d.name, d.servers,
+			dcSeed(cfg.Seed, d.name, streamPick))
 	}
 	return w, nil
 }
@@ -522,11 +539,9 @@ func (w *Workload) offered() float64 {
 
 // request is one write between its pacer and its outcome.
 type request struct {
-	id       uint64
-	dc       *dc
-	key      string
-	intended time.Duration
-	srv      *server // first choice; nil when none was available
+	dc  *dc
+	key string
+	c   client.Request
 }
 
 // pace issues d's requests on their absolute schedule, into queue. It sleeps on the kernel's
@@ -534,7 +549,6 @@ type request struct {
 // most of the send lag at the paper's rate.
 func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync.WaitGroup, queue chan<- *request) {
 	keyRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamKey), 1))
-	pickRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamPick), 2))
 	waker, err := netem.NewWaker()
 	if err != nil {
 		w.log.Error("pacer without a timer: no requests from this DC", "dc", d.name, "err", err)
@@ -564,31 +578,11 @@ func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync
 			return
 		default:
 		}
-		r := &request{
-			id:       RequestID(d.index, seq),
-			dc:       d,
-			key:      KeyPath(w.cfg.Prefix, keyRng.IntN(w.cfg.Keys)),
-			intended: at,
-			srv:      w.pick(d, pickRng),
-		}
+		r := &request{dc: d, key: KeyPath(w.cfg.Prefix, keyRng.IntN(w.cfg.Keys))}
+		r.c = d.client.Issue(RequestID(d.index, seq), at)
 		reqs.Add(1)
 		queue <- r
 	}
-}
-
-// pick chooses uniformly among d's servers that are not down and have a session.
-func (w *Workload) pick(d *dc, rng *rand.Rand) *server {
-	var live [8]*server
-	cand := live[:0]
-	for _, s := range d.servers {
-		if s.usable() {
-			cand = append(cand, s)
-		}
-	}
-	if len(cand) == 0 {
-		return nil
-	}
-	return cand[rng.IntN(len(cand))]
 }
 
 func (s *server) usable() bool { return !s.killed.Load() && s.ready.Load() > 0 }
@@ -604,105 +598,77 @@ func (s *server) readySession() *session {
 	return nil
 }
 
-func allKilled(d *dc) bool {
-	for _, s := range d.servers {
-		if !s.killed.Load() {
-			return false
-		}
-	}
-	return true
-}
+func (w *Workload) since() time.Duration { return time.Since(w.start) }
 
-const retryBackoff = 10 * time.Millisecond
-
-// do sends r until it has an outcome and returns its record.
+// do takes r through the client core's steps until it has an outcome, and returns its record.
 func (w *Workload) do(r *request) Record {
-	rec := Record{ID: r.id, DC: r.dc.name, Key: r.key, Intended: r.intended, Sent: -1, Version: -1}
-	value := encodeValue(w.cfg.RunID, r.id, w.cfg.PayloadBytes)
-	deadline := r.intended + w.cfg.RetryFor
-	var rng *rand.Rand // for re-picks only; the first pick came from the pacer's source
-	srv := r.srv
-	fail := func(msg string) Record {
-		rec.Outcome, rec.Err, rec.Done = Failed, msg, time.Since(w.start)
-		return rec
-	}
-	for {
-		if srv == nil || !srv.usable() {
-			if rng == nil {
-				rng = rand.New(rand.NewPCG(w.cfg.Seed, r.id))
-			}
-			srv = w.pick(r.dc, rng)
-		}
-		if srv == nil {
-			if allKilled(r.dc) {
-				return fail("no live server in DC " + r.dc.name)
-			}
-			if time.Since(w.start) >= deadline {
-				return fail(fmt.Sprintf("no server of DC %s available for %v", r.dc.name, w.cfg.RetryFor))
-			}
-			select {
-			case <-time.After(retryBackoff):
-				continue
-			case <-w.hard:
-				return fail("run stopped before the request could be sent")
-			}
-		}
-		select {
-		case srv.sem <- struct{}{}:
-		case <-w.hard:
-			return fail("run stopped before the request could be sent")
-		}
-		sess := srv.readySession()
-		if sess == nil || srv.killed.Load() {
-			<-srv.sem
-			srv = nil
+	cl := r.dc.client
+	value := encodeValue(w.cfg.RunID, r.c.ID, w.cfg.PayloadBytes)
+	var stat *zk.Stat
+	for step := cl.Next(&r.c, w.since()); step.Action != client.End; {
+		if step.Action == client.Send {
+			step, stat = w.send(r, r.dc.servers[step.Server], value)
 			continue
 		}
-		if rec.Sent < 0 {
-			rec.Sent = time.Since(w.start)
+		select {
+		case <-time.After(step.After):
+			step = cl.Next(&r.c, w.since())
+		case <-w.hard:
+			step = cl.Stop(&r.c, w.since())
 		}
-		rec.Attempts++
-		rec.Server = srv.ID
-		stat, err := sess.conn.Set(r.key, value, -1)
-		<-srv.sem
-		rec.Done = time.Since(w.start)
-		out, resend := classify(err)
-		if resend && rec.Done < deadline {
-			srv = nil // it was never sent: safe to try another server
-			select {
-			case <-time.After(retryBackoff):
-				continue
-			case <-w.hard:
-			}
-		}
-		rec.Outcome = out
-		if err != nil {
-			rec.Err = err.Error()
-		} else {
-			rec.Zxid, rec.Version = stat.Mzxid, stat.Version
-		}
-		return rec
 	}
+	c := &r.c
+	rec := Record{ID: c.ID, DC: r.dc.name, Key: r.key, Intended: c.Intended, Sent: c.Sent, Done: c.Done,
+		Outcome: c.Outcome, Attempts: c.Attempts, Err: c.Err, Version: -1}
+	if c.Server >= 0 {
+		rec.Server = r.dc.servers[c.Server].ID
+	}
+	if c.Outcome == OK {
+		rec.Zxid, rec.Version = stat.Mzxid, stat.Version
+	}
+	return rec
 }
 
-// classify maps a client error to an outcome; resend is true when the request was
-// certainly never written to the wire.
-func classify(err error) (o Outcome, resend bool) {
+// send writes r's value through one of srv's sessions, as far as srv can take it.
+func (w *Workload) send(r *request, srv *server, value []byte) (client.Step, *zk.Stat) {
+	cl := r.dc.client
+	select {
+	case srv.sem <- struct{}{}:
+	case <-w.hard:
+		return cl.Stop(&r.c, w.since()), nil
+	}
+	sess := srv.readySession()
+	if sess == nil || srv.killed.Load() {
+		<-srv.sem
+		return cl.Reply(&r.c, w.since(), client.Unavailable, ""), nil
+	}
+	cl.Sending(&r.c, w.since())
+	stat, err := sess.conn.Set(r.key, value, -1)
+	<-srv.sem
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	return cl.Reply(&r.c, w.since(), classify(err), msg), stat
+}
+
+// classify maps a ZooKeeper client's error to the client core's reply.
+func classify(err error) client.Reply {
 	switch {
 	case err == nil:
-		return OK, false
+		return client.Acked
 	case errors.Is(err, zk.ErrNoServer): // flushed from the send queue while disconnected
-		return Failed, true
+		return client.NotSent
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing),
 		errors.Is(err, zk.ErrSessionExpired):
-		return Unknown, false // the client flushes requests in flight with these
+		return client.Lost // the client flushes requests in flight with these
 	}
 	for _, e := range serverErrors {
 		if errors.Is(err, e) {
-			return Failed, false // the server answered: the write did not happen
+			return client.Refused // the server answered: the write did not happen
 		}
 	}
-	return Unknown, false // I/O errors: the request may have left
+	return client.Lost // I/O errors: the request may have left
 }
 
 var serverErrors = []error{zk.ErrNoNode, zk.ErrNoAuth, zk.ErrBadVersion, zk.ErrNoChildrenForEphemerals,
@@ -758,28 +724,15 @@ func (p *pinnedHost) Init([]string) error { return nil }
 func (p *pinnedHost) Len() int            { return 1 }
 func (p *pinnedHost) Connected()          { p.fails = 0 }
 
-// reconnectEvery paces redials of a server that is alive but not serving (it lost its
-// leader and is syncing). Whatever it is, it is added to the recovery measured (the
-// first request after a leader change waits for a session to come back): the client's
-// own pace, a whole second after each round of failures, would add up to a second, and
-// any pace adds up to itself (docs/performance.md has what 100 ms did). 20 ms keeps the
-// harness's share small at a few hundred refused dials a second while servers elect.
-const reconnectEvery = 20 * time.Millisecond
-
-// Next redials every reconnectEvery while the server lives. Once it is gone (killed,
-// or the session closing) it reports retryStart, on which the client fails its unsent
-// requests (ErrNoServer, so they move to another server of the DC), notices Close,
-// and waits a second before the next attempt.
+// Next redials as client.Redial says. Once the server is gone (killed, or the session
+// closing) it reports retryStart, on which the client fails its unsent requests
+// (ErrNoServer, so they move to another server of the DC), notices Close, and waits a
+// second before the next attempt.
 func (p *pinnedHost) Next() (string, bool) {
 	p.fails++
-	if p.fails == 1 {
-		return p.addr, false
-	}
-	if p.gone() {
-		return p.addr, true
-	}
-	time.Sleep(reconnectEvery)
-	return p.addr, false
+	wait, giveUp := client.Redial(p.fails, p.fails > 1 && p.gone())
+	time.Sleep(wait)
+	return p.addr, giveUp
 }
 
 // bufferedDial dials a server through a read buffer: the client reads each reply's
