@@ -247,12 +247,12 @@ func (s *Sim) records() []workload.Record {
 	reqs := s.allReqs()
 	out := make([]workload.Record, 0, len(reqs))
 	for _, r := range reqs {
-		c := &r.c
-		rec := workload.Record{ID: c.ID, DC: r.dc.name, Key: r.key, Intended: c.Intended, Sent: c.Sent,
-			Done: c.Done, Outcome: c.Outcome, Zxid: r.zxid, Version: r.version, Attempts: c.Attempts, Err: c.Err}
-		if c.Server >= 0 {
-			rec.Server = r.dc.servers[c.Server].id
+		var id int
+		if r.c.Server >= 0 {
+			id = r.dc.servers[r.c.Server].id
 		}
+		rec := workload.RecordOf(&r.c, r.dc.name, r.key, id)
+		rec.Zxid, rec.Version = r.zxid, r.version
 		out = append(out, rec)
 	}
 	slices.SortFunc(out, func(a, b workload.Record) int {

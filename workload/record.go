@@ -37,6 +37,14 @@ type Record struct {
 	Err      string
 }
 
+// RecordOf is the record of a request the client core took to its end: dc and key are
+// the request's, server the id of the server it was last sent to (0: never sent). The
+// driver adds what its protocol's acknowledgement said (Zxid, Version).
+func RecordOf(c *client.Request, dc, key string, server int) Record {
+	return Record{ID: c.ID, DC: dc, Server: server, Key: key, Intended: c.Intended, Sent: c.Sent,
+		Done: c.Done, Outcome: c.Outcome, Version: -1, Attempts: c.Attempts, Err: c.Err}
+}
+
 // Latency is the latency seen by the client, measured from the intended send time.
 func (r Record) Latency() time.Duration { return r.Done - r.Intended }
 

@@ -617,13 +617,12 @@ func (w *Workload) do(r *request) Record {
 			step = cl.Stop(&r.c, w.since())
 		}
 	}
-	c := &r.c
-	rec := Record{ID: c.ID, DC: r.dc.name, Key: r.key, Intended: c.Intended, Sent: c.Sent, Done: c.Done,
-		Outcome: c.Outcome, Attempts: c.Attempts, Err: c.Err, Version: -1}
-	if c.Server >= 0 {
-		rec.Server = r.dc.servers[c.Server].ID
+	var id int
+	if r.c.Server >= 0 {
+		id = r.dc.servers[r.c.Server].ID
 	}
-	if c.Outcome == OK {
+	rec := RecordOf(&r.c, r.dc.name, r.key, id)
+	if r.c.Outcome == OK {
 		rec.Zxid, rec.Version = stat.Mzxid, stat.Version
 	}
 	return rec

@@ -6,19 +6,24 @@
 // simulator's client (package sim) and any other protocol's driver are loops around it
 // that only map their protocol's errors to a Reply.
 //
-// A driver's loop, for each request:
+// A driver's loop, for each request (now is the driver's clock, an offset from the
+// run's start):
 //
 //	r := dc.Issue(id, intended)
-//	step := dc.Next(&r, now)
-//	for step.Action != client.End {
+//	for step := dc.Next(&r, now); step.Action != client.End; {
 //		switch step.Action {
-//		case client.Wait: // sleep step.After; if the run stopped waiting meanwhile, dc.Stop
-//			step = dc.Next(&r, now)
-//		case client.Send: // to server step.Server; if it cannot take it after all, Reply Unavailable
+//		case client.Wait: // sleep step.After, then:
+//			step = dc.Next(&r, now) // or dc.Stop(&r, now) if the run stopped waiting
+//		case client.Send: // to server step.Server; if it has no session after all:
+//			//   step = dc.Reply(&r, now, client.Unavailable, "")
 //			dc.Sending(&r, now)
-//			step = dc.Reply(&r, now, kindOf(err), err.Error())
+//			// ... the protocol's write returns err ...
+//			step = dc.Reply(&r, now, kindOf(err), textOf(err))
 //		}
 //	}
+//
+// and the record is r's fields (Sent, Done, Attempts, Server, Outcome, Err) with the
+// protocol's own (a version, a zxid) beside them.
 package client
 
 import (
@@ -141,7 +146,9 @@ type Config struct {
 }
 
 // DC is the client of one data center: its servers and the random source of its
-// requests' first picks.
+// requests' first picks. Issue draws from that source, so one goroutine (the DC's
+// pacer) calls it; the other methods change only the request they are given, so
+// requests may be driven concurrently, given Servers that can be read concurrently.
 type DC struct {
 	name     string
 	servers  Servers
@@ -170,7 +177,7 @@ type Request struct {
 	Intended time.Duration
 	Sent     time.Duration // first handed to a server; -1 if never
 	Done     time.Duration // when the outcome became known
-	Attempts int           // sends (more than 1 when a send was not sent after all)
+	Attempts int           // Sending calls (more than 1 after a NotSent reply)
 	Server   int           // index of the server last sent to; -1 if never
 	Outcome  Outcome       // 0 until it ends
 	Err      string        // why, unless OK
