@@ -14,7 +14,9 @@ import (
 
 // The protocol's timing claims, asserted in the simulator, where they are exact: the
 // same spec and seed give the same run on any host. Real backends run the same specs
-// for correctness (runner_test.go) and for fidelity in the nightly suite.
+// for correctness (runner_test.go) and for fidelity in the nightly suite. Each test runs
+// beside the others and beside the real-cluster tests (t.Parallel): the virtual clock
+// does not care how busy the host is.
 
 // simulate runs s (shortened by specFor) on the sim backend and returns its summary
 // and run directory.
@@ -54,6 +56,7 @@ func modelElects(t *testing.T, s *spec.Spec) (int, []int) {
 // within 0.03 ms, inside the jitter), any of them may win; elsewhere the model's
 // winner must.
 func TestSimWinners(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		spec   string
 		set    []string
@@ -95,6 +98,7 @@ func TestSimWinners(t *testing.T) {
 // jitter, the order of delivery and the servers' and clients' costs, nothing else). And
 // the paper's orderings: after the crash, the DC without the new leader waits longer.
 func TestSimLatencyNearModel(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		spec        string
 		set         []string
@@ -135,6 +139,7 @@ func TestSimLatencyNearModel(t *testing.T) {
 // crash is noticed one way, the far proposals arrive the other), plus one tick (the
 // timer counts in ticks of the driver).
 func TestSimElectionTime(t *testing.T) {
+	t.Parallel()
 	const (
 		T    = 200 * time.Millisecond
 		tick = 50 * time.Millisecond
@@ -176,6 +181,7 @@ func TestSimElectionTime(t *testing.T) {
 // 3 s, back at 11 s) must fetch the state before it serves, so its recovery is above an
 // up-to-date leader's (history's p4) and grows with the state.
 func TestSimRecovery(t *testing.T) {
+	t.Parallel()
 	rec := map[string]float64{}
 	for _, c := range []struct {
 		oracle string
