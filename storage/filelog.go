@@ -28,6 +28,11 @@ type LogOptions struct {
 	TrackSynced bool
 	// SyncDelay is added to every Sync (a slow disk); SetSyncDelay changes it.
 	SyncDelay time.Duration
+	// TrustTail, for the checkers' tests only, breaks the log on purpose: the last
+	// record of a segment is read whatever its data checksum says, so a corrupted
+	// tail is served rather than cut (replica.TrustTornTail). The checks must catch
+	// the server that does it.
+	TrustTail bool
 }
 
 // DefaultSegmentSize is the segment roll size when LogOptions leaves it 0.
@@ -137,7 +142,7 @@ func (l *FileLog) load(s segment, isLast bool) error {
 	if err != nil {
 		return fmt.Errorf("storage: open log: %w", err)
 	}
-	r := &segReader{r: bufio.NewReaderSize(f, 1<<20), size: st.Size(), last: l.last}
+	r := &segReader{r: bufio.NewReaderSize(f, 1<<20), size: st.Size(), last: l.last, trustTail: l.opts.TrustTail}
 	err = r.header()
 	n := 0
 	for err == nil {
@@ -298,12 +303,6 @@ func (l *FileLog) flush(sync bool) error {
 	return nil
 }
 
-// AckBeforeSync, for tests only, breaks the log on purpose: Sync writes to the page
-// cache and returns without making anything durable, so the replica acknowledges
-// what a power loss (LoseUnsynced) takes back, as the simulator's ackBeforeWrite
-// does. The checks must catch it (polebench check's tests).
-var AckBeforeSync atomic.Bool
-
 // Sync implements Log.
 func (l *FileLog) Sync() error {
 	l.mu.Lock()
@@ -313,13 +312,6 @@ func (l *FileLog) Sync() error {
 	}
 	if d := time.Duration(l.delay.Load()); d > 0 {
 		time.Sleep(d)
-	}
-	if AckBeforeSync.Load() {
-		if err := l.flush(false); err != nil {
-			l.err = fmt.Errorf("storage: log sync: %w", err)
-			return l.err
-		}
-		return nil
 	}
 	if err := l.flush(true); err != nil {
 		l.err = fmt.Errorf("storage: log sync: %w", err)
@@ -369,7 +361,7 @@ func (l *FileLog) Entries(after zab.Zxid) iter.Seq2[zab.Txn, error] {
 			if i+1 < len(segs) && segs[i+1].first-1 <= after {
 				continue // every entry of s is below the next segment's first
 			}
-			if !readSegment(s, after, yield) {
+			if !readSegment(s, after, l.opts.TrustTail, yield) {
 				return
 			}
 		}
@@ -377,14 +369,14 @@ func (l *FileLog) Entries(after zab.Zxid) iter.Seq2[zab.Txn, error] {
 }
 
 // readSegment yields the entries of s above after; false means stop.
-func readSegment(s segment, after zab.Zxid, yield func(zab.Txn, error) bool) bool {
+func readSegment(s segment, after zab.Zxid, trustTail bool, yield func(zab.Txn, error) bool) bool {
 	f, err := os.Open(s.path)
 	if err != nil {
 		yield(zab.Txn{}, fmt.Errorf("storage: read log: %w", err))
 		return false
 	}
 	defer f.Close()
-	r := &segReader{r: bufio.NewReaderSize(f, 256<<10), size: s.size}
+	r := &segReader{r: bufio.NewReaderSize(f, 256<<10), size: s.size, trustTail: trustTail}
 	if err := r.header(); err != nil {
 		yield(zab.Txn{}, fmt.Errorf("storage: read log %s: %w", s.path, err))
 		return false

@@ -88,7 +88,7 @@ func TestLoseUnsyncedUntracked(t *testing.T) {
 	}
 }
 
-// TrustTail, the test-only broken log, reads the corrupted record: what the checks
+// LogOptions.TrustTail, the test-only broken log, reads the corrupted record: what the checks
 // must catch.
 func TestTrustTailServesCorruption(t *testing.T) {
 	dir := t.TempDir()
@@ -96,9 +96,7 @@ func TestTrustTailServesCorruption(t *testing.T) {
 	if _, err := LoseUnsynced(dir, true); err != nil {
 		t.Fatal(err)
 	}
-	TrustTail.Store(true)
-	defer TrustTail.Store(false)
-	l, err := OpenLog(dir, LogOptions{Fsync: true}, nil)
+	l, err := OpenLog(dir, LogOptions{Fsync: true, TrustTail: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +141,7 @@ func TestTearWithNothingUnsynced(t *testing.T) {
 	dir = t.TempDir()
 	syncedLog(t, dir, 7, 7, 0)
 	LoseUnsynced(dir, true)
-	TrustTail.Store(true)
-	defer TrustTail.Store(false)
-	if l, err = OpenLog(dir, LogOptions{Fsync: true}, nil); err != nil {
+	if l, err = OpenLog(dir, LogOptions{Fsync: true, TrustTail: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()

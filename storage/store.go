@@ -16,6 +16,8 @@ type Options struct {
 	SegmentSize   int64 // log segment roll size; default 64 MiB
 	KeepSnapshots int   // snapshots retained; default 3
 	Logger        *slog.Logger
+	// TrustTail breaks the log on purpose, for the checkers' tests (LogOptions.TrustTail).
+	TrustTail bool
 }
 
 // Store is a replica's durable state: log, snapshots and epochs. Its methods
@@ -36,7 +38,7 @@ type Store struct {
 func Open(dir string, o Options) (*Store, error) {
 	// With fsync on, the log says how much of it is durable (LogOptions.TrackSynced):
 	// a nemesis can then cut it back to that, as a power loss would.
-	l, err := OpenLog(filepath.Join(dir, "log"), LogOptions{Fsync: o.Fsync, SegmentSize: o.SegmentSize, TrackSynced: o.Fsync}, o.Logger)
+	l, err := OpenLog(filepath.Join(dir, "log"), LogOptions{Fsync: o.Fsync, SegmentSize: o.SegmentSize, TrackSynced: o.Fsync, TrustTail: o.TrustTail}, o.Logger)
 	if err != nil {
 		return nil, err
 	}
