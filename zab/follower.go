@@ -148,6 +148,12 @@ func (n *Node) stepFollower(m Message) {
 		switch m.Type {
 		case MsgProposal:
 			err = n.recvEntries(m)
+			if err == nil && n.cfg.Unsafe.CommitOnReceipt {
+				n.commit = max(n.commit, n.hist.last())
+			}
+			if err == nil && n.cfg.Unsafe.AckBeforeDurable {
+				n.maybeAck()
+			}
 		case MsgCommit:
 			n.commit = max(n.commit, m.Zxid)
 		case MsgUpToDate:
@@ -169,7 +175,7 @@ func (n *Node) onLeaderInfo(m Message) {
 		n.becomeLooking(fmt.Sprintf("leader %d proposes epoch %d, below accepted %d", n.leader, m.Epoch, n.hs.AcceptedEpoch))
 		return
 	}
-	fresh := m.Epoch > n.hs.AcceptedEpoch
+	fresh := m.Epoch > n.hs.AcceptedEpoch || n.cfg.Unsafe.ReackEpoch && m.Epoch == n.hs.AcceptedEpoch
 	if fresh {
 		n.setHardState(HardState{AcceptedEpoch: m.Epoch, CurrentEpoch: n.hs.CurrentEpoch})
 	}
@@ -182,9 +188,13 @@ func (n *Node) onLeaderInfo(m Message) {
 // maybeAck acknowledges, once durable, NEWLEADER and then the proposals logged since.
 func (n *Node) maybeAck() {
 	fs := n.fs
-	if !fs.newLeader || n.durSeq < fs.newLeaderOp || (fs.ackSent && n.durLast <= fs.acked) {
+	last := n.durLast
+	if n.cfg.Unsafe.AckBeforeDurable {
+		last = n.hist.last()
+	}
+	if !fs.newLeader || n.durSeq < fs.newLeaderOp || (fs.ackSent && last <= fs.acked) {
 		return
 	}
-	fs.ackSent, fs.acked = true, n.durLast
-	n.send(Message{Type: MsgAck, To: n.leader, Epoch: n.epoch, Zxid: n.durLast})
+	fs.ackSent, fs.acked = true, last
+	n.send(Message{Type: MsgAck, To: n.leader, Epoch: n.epoch, Zxid: last})
 }

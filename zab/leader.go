@@ -415,6 +415,9 @@ func (n *Node) maybeCommit() {
 			}
 		}
 		consider(n.durLast)
+		if n.cfg.Unsafe.SelfTwice {
+			consider(n.durLast)
+		}
 		for _, p := range n.ls.peers {
 			if p.phase == pSynced {
 				consider(p.acked)

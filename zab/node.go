@@ -32,6 +32,26 @@ type Config struct {
 	MaxBatchBytes int         // DIFF messages are split at about this many bytes of data (default 1 MiB)
 	FetchFrom     FetchPolicy // see FetchPolicy
 	Logger        *slog.Logger
+	// Unsafe breaks this server on purpose, for the checkers' tests only
+	// (replica.Variant); the zero value is the sound code every other test runs.
+	Unsafe Unsafe
+}
+
+// Unsafe names duties of the protocol this server does wrong on purpose, so that a
+// test can measure whether the checkers find one broken server. Each field is one
+// switch; none is ever set outside a test.
+type Unsafe struct {
+	// AckBeforeDurable: a follower acknowledges a proposal as soon as it has it,
+	// before its log write is durable (a kill then loses what it acknowledged).
+	AckBeforeDurable bool
+	// ReackEpoch: a follower promises a second leader the epoch it already promised
+	// one (a fresh ACKEPOCH for an equal epoch): two votes in one epoch.
+	ReackEpoch bool
+	// SelfTwice: a leader counts its own acknowledgement twice toward a quorum.
+	SelfTwice bool
+	// CommitOnReceipt: a follower takes a proposal as committed as soon as it has
+	// logged it, before the leader's COMMIT (it applies it and answers its client).
+	CommitOnReceipt bool
 }
 
 // DefaultInitLimit is how long recovery may take, ZooKeeper's initLimit times tickTime
