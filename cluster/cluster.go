@@ -135,6 +135,10 @@ type Options struct {
 	// (the swarm backend; a DC not named goes by the polebench.dc node label).
 	Nodes  map[string][]string
 	Logger *slog.Logger
+	// Broken, for the checkers' tests only, breaks the named servers on purpose
+	// (replica.Config.Broken): only servers in the harness's process carry it (the
+	// local backend's), which CarriesBroken says.
+	Broken map[int]replica.Variant
 }
 
 // ReplicaConfig is server id's poled config as the experiment sets it, the same on
@@ -143,6 +147,7 @@ func (o Options) ReplicaConfig(id int, peers []replica.Peer) replica.Config {
 	return replica.Config{
 		ID: id, Servers: peers, Oracle: o.Oracle, InitialLeader: o.InitialLeader, Fsync: o.Fsync,
 		PreloadMB: o.PreloadMB, Trace: o.Trace, Heartbeat: replica.Duration(o.Oracle.Heartbeat),
+		Broken: o.Broken[id],
 	}
 }
 

@@ -98,6 +98,10 @@ type Config struct {
 	// ContainerCheck is how often the leader deletes the containers and TTL nodes
 	// that are due (ZooKeeper's znode.container.checkIntervalMs; default 60s).
 	ContainerCheck Duration `json:"container_check,omitempty"`
+	// Broken, for the checkers' tests only, breaks this server on purpose (Variant):
+	// never in a config file, so only servers in the harness's process (the local
+	// backend, the simulator) carry it.
+	Broken Variant `json:"-"`
 }
 
 // Defaults fills unset fields.

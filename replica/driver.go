@@ -97,6 +97,10 @@ func NewDriver(cfg Config, persisted zab.Persisted, tree *datatree.Tree, io IO, 
 	tick := time.Duration(cfg.Tick)
 	zc := zab.DefaultConfig(cfg.ID, ids, tick)
 	zc.Window, zc.FetchFrom, zc.Logger = cfg.SnapWindow, zab.FetchFirst, log.With("core", "zab")
+	zc.Unsafe, persisted = cfg.Broken.unsafe(), cfg.Broken.restored(persisted)
+	if cfg.Broken != "" {
+		log.Warn("broken on purpose (a checker's test)", "variant", cfg.Broken)
+	}
 	d := &Driver{log: log, io: io, heartbeat: time.Duration(cfg.Heartbeat), tree: tree,
 		pending: map[uint64]func(zkserver.Outcome){}, pingAt: map[int]time.Duration{}}
 	var err error

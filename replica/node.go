@@ -156,7 +156,7 @@ func (n *Node) open(lns Listeners) error {
 // openStore opens the data directory and restores the tree.
 func (n *Node) openStore() (*storage.Restored, error) {
 	cfg := n.cfg
-	st, err := storage.Open(cfg.DataDir, storage.Options{Fsync: cfg.Fsync, Logger: n.log})
+	st, err := storage.Open(cfg.DataDir, storage.Options{Fsync: cfg.Fsync, Logger: n.log, TrustTail: cfg.Broken == TrustTornTail})
 	if err != nil {
 		return nil, fmt.Errorf("open data dir %s: %w", cfg.DataDir, err)
 	}

@@ -50,7 +50,7 @@ func (r *clusterRun) Execute(ctx context.Context, t *trial.Test, st *trial.Store
 	// The label marks what the backend creates, for `polebench cluster down LABEL`.
 	label := newLabel()
 	opts := t.Cluster(st.Path("data"), label, r.log, r.o.WarmUp)
-	opts.Fsync = r.o.Fsync
+	opts.Fsync, opts.Broken = r.o.Fsync, r.o.Broken
 	cl, err := cluster.New(ctx, sp.Backend, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/trial"
 	"github.com/polebench/polebench/workload"
@@ -58,6 +59,9 @@ type Options struct {
 	// AfterLoad, if set, is called on a real cluster once the load and the faults are
 	// over and before the read-back (a check's convergence); its error is the run's.
 	AfterLoad func(ctx context.Context, cl cluster.Cluster) error
+	// Broken, for the checkers' tests only, breaks the named servers on purpose
+	// (cluster.Options.Broken; the local backend's servers only).
+	Broken map[int]replica.Variant
 }
 
 // Repetition is one analysed run of the spec.

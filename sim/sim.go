@@ -25,6 +25,7 @@ import (
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/record"
+	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/trace"
@@ -82,6 +83,10 @@ type Config struct {
 	Stall time.Duration
 
 	Log *slog.Logger
+
+	// Broken, for the checkers' tests only, breaks the named servers on purpose
+	// (replica.Variant, one duty each); the others run the sound code.
+	Broken map[int]replica.Variant
 
 	// yields, in tests, makes the windows' hand-off yield the processor at every step;
 	// loseWindow, in tests, loses a count in that window's hand-off (1 is the first).
