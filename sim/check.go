@@ -190,8 +190,9 @@ const (
 )
 
 // ForCheck makes cfg, a spec's run, a check's run with its seed's random schedule
-// (RandomFaults): CheckDuration long unless keepDuration, at CheckLoad unless keepRates.
-func ForCheck(cfg Config, keepDuration, keepRates bool) (Config, error) {
+// from the generator named (Schedule): CheckDuration long unless keepDuration, at
+// CheckLoad unless keepRates.
+func ForCheck(cfg Config, keepDuration, keepRates bool, schedule string) (Config, error) {
 	if !keepDuration {
 		cfg.Duration = CheckDuration
 	}
@@ -209,6 +210,7 @@ func ForCheck(cfg Config, keepDuration, keepRates bool) (Config, error) {
 	if cfg.Duration < MinCheckDuration {
 		return cfg, fmt.Errorf("--duration %v: random schedules need at least %v (faults from 1 s, everything back 2 s before the end)", cfg.Duration, MinCheckDuration)
 	}
-	cfg.Faults = RandomFaults(cfg.Topology, cfg.Seed, cfg.Duration)
-	return cfg, nil
+	var err error
+	cfg.Faults, err = Schedule(schedule, cfg.Topology, cfg.Seed, cfg.Duration)
+	return cfg, err
 }

@@ -141,60 +141,7 @@ func TestRandomFaults(t *testing.T) {
 		if !reflect.DeepEqual(fs, RandomFaults(topo, seed, d)) {
 			t.Fatalf("seed %d: two draws differ", seed)
 		}
-		down, paused, slow := map[int]bool{}, map[int]bool{}, map[int]bool{}
-		cut := false
-		for i, f := range fs {
-			if i > 0 && f.At < fs[i-1].At {
-				t.Fatalf("seed %d: not sorted: %v", seed, fs)
-			}
-			if f.At < time.Second || f.At > d-2*time.Second {
-				t.Fatalf("seed %d: %v outside [1s, %v]", seed, f, d-2*time.Second)
-			}
-			switch f.Kind {
-			case nemesis.Kill, nemesis.LoseUnsynced, nemesis.TornTail:
-				if paused[f.Server] {
-					t.Fatalf("seed %d: kills a paused p%d: %v", seed, f.Server, fs)
-				}
-				if down[f.Server] {
-					t.Fatalf("seed %d: kills p%d twice: %v", seed, f.Server, fs)
-				}
-				down[f.Server] = true
-			case nemesis.Restart:
-				if !down[f.Server] {
-					t.Fatalf("seed %d: restarts a running p%d: %v", seed, f.Server, fs)
-				}
-				down[f.Server] = false
-			case nemesis.Partition, nemesis.OneWay, nemesis.IsolateLeader:
-				cut = true
-			case nemesis.Heal:
-				cut = false
-			case nemesis.Pause:
-				if down[f.Server] || paused[f.Server] {
-					t.Fatalf("seed %d: pauses a stopped p%d: %v", seed, f.Server, fs)
-				}
-				paused[f.Server] = true
-			case nemesis.Resume:
-				if !paused[f.Server] {
-					t.Fatalf("seed %d: resumes a running p%d: %v", seed, f.Server, fs)
-				}
-				paused[f.Server] = false
-			case nemesis.SlowDisk:
-				slow[f.Server] = f.Delay > 0
-			}
-		}
-		for _, id := range topo.Servers() {
-			if paused[id] || slow[id] {
-				t.Fatalf("seed %d: p%d still paused or slow at the end: %v", seed, id, fs)
-			}
-		}
-		for id, dn := range down {
-			if dn {
-				t.Fatalf("seed %d: p%d still down at the end: %v", seed, id, fs)
-			}
-		}
-		if cut {
-			t.Fatalf("seed %d: a partition is never healed: %v", seed, fs)
-		}
+		playable(t, topo.Servers(), seed, fs, d)
 	}
 	for _, k := range []nemesis.Kind{nemesis.Kill, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.Partition, nemesis.OneWay,
 		nemesis.IsolateLeader, nemesis.Pause, nemesis.SlowDisk, "shape halves", "shape one", "shape majority", "shape ring", "shape bridge", "shape dc"} {
@@ -204,5 +151,66 @@ func TestRandomFaults(t *testing.T) {
 	}
 	if outages < 60 || outages > 140 {
 		t.Errorf("%d of 200 schedules kill several servers at one instant; want about half", outages)
+	}
+}
+
+// playable fails t unless schedule fs (seed's, over d) is sorted, within [1 s, d - 2 s],
+// never kills or pauses a server that is down or paused, and leaves every server
+// running, unpaused, at disk speed and every link healed at the end.
+func playable(t *testing.T, ids []int, seed uint64, fs []nemesis.Fault, d time.Duration) {
+	t.Helper()
+	down, paused, slow := map[int]bool{}, map[int]bool{}, map[int]bool{}
+	cut := false
+	for i, f := range fs {
+		if i > 0 && f.At < fs[i-1].At {
+			t.Fatalf("seed %d: not sorted: %v", seed, fs)
+		}
+		if f.At < time.Second || f.At > d-2*time.Second {
+			t.Fatalf("seed %d: %v outside [1s, %v]", seed, f, d-2*time.Second)
+		}
+		switch f.Kind {
+		case nemesis.Kill, nemesis.LoseUnsynced, nemesis.TornTail:
+			if paused[f.Server] {
+				t.Fatalf("seed %d: kills a paused p%d: %v", seed, f.Server, fs)
+			}
+			if down[f.Server] {
+				t.Fatalf("seed %d: kills p%d twice: %v", seed, f.Server, fs)
+			}
+			down[f.Server] = true
+		case nemesis.Restart:
+			if !down[f.Server] {
+				t.Fatalf("seed %d: restarts a running p%d: %v", seed, f.Server, fs)
+			}
+			down[f.Server] = false
+		case nemesis.Partition, nemesis.OneWay, nemesis.IsolateLeader:
+			cut = true
+		case nemesis.Heal:
+			cut = false
+		case nemesis.Pause:
+			if down[f.Server] || paused[f.Server] {
+				t.Fatalf("seed %d: pauses a stopped p%d: %v", seed, f.Server, fs)
+			}
+			paused[f.Server] = true
+		case nemesis.Resume:
+			if !paused[f.Server] {
+				t.Fatalf("seed %d: resumes a running p%d: %v", seed, f.Server, fs)
+			}
+			paused[f.Server] = false
+		case nemesis.SlowDisk:
+			slow[f.Server] = f.Delay > 0
+		}
+	}
+	for _, id := range ids {
+		if paused[id] || slow[id] {
+			t.Fatalf("seed %d: p%d still paused or slow at the end: %v", seed, id, fs)
+		}
+	}
+	for id, dn := range down {
+		if dn {
+			t.Fatalf("seed %d: p%d still down at the end: %v", seed, id, fs)
+		}
+	}
+	if cut {
+		t.Fatalf("seed %d: a partition is never healed: %v", seed, fs)
 	}
 }

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/csvfile"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/runner"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
@@ -62,14 +64,10 @@ type checker struct {
 	sp       *spec.Spec
 	out      string
 	converge time.Duration
-	// broken, in tests only, runs a variant that must fail (brokenVariants).
-	broken string
+	// broken are servers broken on purpose (--broken, --variants; the local
+	// backend's servers only), for the checker's power.
+	broken map[int]replica.Variant
 }
-
-// brokenVariants are the replicas broken on purpose that the checks must catch, in
-// tests only (TestCheckCatches): they change the whole process, so only the local
-// backend, whose servers run in it, carries them.
-var brokenVariants = map[string]func(on bool){}
 
 // run runs seed's schedule faults into dir.
 func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, dir string) (r checkRun) {
@@ -87,12 +85,8 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 		r.verdict, r.detail = verdictError, err
 		return r
 	}
-	if set := brokenVariants[c.broken]; set != nil {
-		set(true)
-		defer set(false)
-	}
 	var stuck error
-	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: dir, Faults: faults, Fsync: true, WarmUp: -1,
+	res, err := runner.Run(ctx, runner.Options{Spec: sp, Out: dir, Faults: faults, Fsync: true, WarmUp: -1, Broken: c.broken,
 		AfterLoad: func(ctx context.Context, cl cluster.Cluster) error {
 			stuck = runner.Converge(ctx, cl, cmp.Or(c.converge, checkConverge))
 			return nil
@@ -213,6 +207,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	shrink := fs.Bool("shrink", false, "for a failing seed, remove faults while the failure stays, and print the smallest schedule")
 	converge := fs.Duration("converge", checkConverge, "how long after the load every server has to run, serve and reach the same zxid")
 	faultsFile := fs.String("faults", "", "run this schedule (a faults.json a check wrote) instead of each seed's")
+	cf := newCheckFlags(fs)
 	sets := overrideFlags(fs)
 	user := args // for the replay commands
 	*sets = append(*sets, spec.Setting{Name: "crash-at", Value: "none"}, spec.Setting{Name: "warmup", Value: "0s"})
@@ -256,11 +251,26 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if _, err := sim.Schedule(*cf.schedule, topo, *from, sp.Duration); err != nil {
+		return err
+	}
 	schedule := func(seed uint64) []nemesis.Fault {
 		if fixed != nil {
 			return fixed
 		}
-		return sim.RandomFaults(topo, seed, sp.Duration)
+		fs, _ := sim.Schedule(*cf.schedule, topo, seed, sp.Duration) // its name checked above
+		return fs
+	}
+	broken, err := cf.brokenServers()
+	if err != nil {
+		return err
+	}
+	variants, err := cf.chosen()
+	if err != nil {
+		return err
+	}
+	if (broken != nil || variants != nil) && sp.Backend != backend.Local {
+		return fmt.Errorf("--broken, --variants: --backend %s: only the %s backend's servers run in this process, where a server can be broken on purpose", sp.Backend, backend.Local)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -274,7 +284,10 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signalContext()
 	defer stop()
-	c := &checker{sp: sp, out: *out, converge: *converge}
+	c := &checker{sp: sp, out: *out, converge: *converge, broken: broken}
+	if variants != nil {
+		return c.power(ctx, stdout, variants, *from, *seeds, schedule)
+	}
 	line := progress.New(stdout)
 	t0 := time.Now()
 	var runs []checkRun
@@ -351,6 +364,32 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	if n := counts[verdictUnsafe] + counts[verdictStuck] + counts[verdictError]; n > 0 {
 		return fmt.Errorf("%d of %d seeds failed", n, len(runs))
+	}
+	return nil
+}
+
+// power prints the real cluster's power table (power), one seed at a time.
+func (c *checker) power(ctx context.Context, stdout io.Writer, variants []replica.VariantInfo, from uint64, seeds int, schedule func(uint64) []nemesis.Fault) error {
+	line := progress.New(stdout)
+	t0 := time.Now()
+	runs := 0
+	run := func(ctx context.Context, broken map[int]replica.Variant, seed uint64, fs []nemesis.Fault) (string, error) {
+		runs++
+		cc := *c
+		cc.broken = broken
+		dir := filepath.Join(c.out, fmt.Sprintf("power-%d", runs))
+		r := cc.run(ctx, seed, fs, dir)
+		if r.verdict == verdictOK {
+			os.RemoveAll(dir)
+		}
+		return r.verdict, r.detail
+	}
+	rows := power(ctx, variants, func(replica.VariantInfo) string { return "" }, from, seeds, 1, schedule, run, line)
+	line.Done()
+	printPower(stdout, rows)
+	fmt.Fprintf(stdout, "check power on %s: %d variants, at most %d seeds each from %d, %d runs in %v\n", c.sp.Backend, len(rows), seeds, from, runs, time.Since(t0).Round(time.Second))
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
 	}
 	return nil
 }

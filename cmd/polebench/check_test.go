@@ -16,17 +16,11 @@ import (
 
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
-	"github.com/polebench/polebench/storage"
 	"github.com/polebench/polebench/topology"
 )
-
-// The broken replicas, for these tests only.
-func init() {
-	brokenVariants["ack-before-sync"] = func(on bool) { storage.AckBeforeSync.Store(on) }
-	brokenVariants["trust-tail"] = func(on bool) { storage.TrustTail.Store(on) }
-}
 
 // checkSpec is what polebench check runs by default: two-dc, 10 s at 200 req/s, local.
 func checkSpec(t *testing.T) *spec.Spec {
@@ -43,16 +37,13 @@ func checkSpec(t *testing.T) *spec.Spec {
 	return sp
 }
 
-// TestCheckCatchesBroken: polebench check, on the local backend, catches replicas
-// broken on purpose, and the seed that caught one passes without the break:
-//   - ack-before-sync acknowledges writes a power loss takes back (the simulator's
-//     ackBeforeWrite): a data center's servers losing what they had not synced loses
-//     acknowledged writes;
-//   - trust-tail reads a torn record at the end of its log as a write: the server
-//     serves a value no one wrote.
+// TestCheckCatchesBroken: polebench check, on the local backend, catches servers
+// broken on purpose, one at a time (replica.Variants), and the seed that caught one
+// passes on the sound replica: the power table's local column for two variants
+// (make check-broken prints the whole table).
 func TestCheckCatchesBroken(t *testing.T) {
 	// A search over seeds on real timing: whether a seed shows the break depends on
-	// the instants the kill finds, so it is a campaign, not a test of `make test`.
+	// the instants the faults find, so it is a campaign, not a test of `make test`.
 	// `make check-broken` runs it.
 	if os.Getenv("POLEBENCH_CHECK_BROKEN") == "" {
 		t.Skip("a search on real timing: make check-broken (POLEBENCH_CHECK_BROKEN=1) runs it")
@@ -62,66 +53,36 @@ func TestCheckCatchesBroken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, variant := range []string{"ack-before-sync", "trust-tail"} {
-		t.Run(variant, func(t *testing.T) {
-			// One after the other: a variant's switch holds for the whole process, and
-			// with the two side by side, trust-tail's switch made the other variant's
-			// sound run of seed 54 (a torn tail on p2) serve the torn record.
-			out := t.TempDir()
-			c := &checker{sp: sp, out: out, broken: variant}
-			// Seeds whose schedules can show it: a lossy outage of a majority, or a torn tail.
-			var tried []uint64
-			for seed := uint64(1); seed <= 60 && len(tried) < 8; seed++ {
-				fs := sim.RandomFaults(topo, seed, sp.Duration)
-				if !shows(variant, fs, topo.N()) {
-					continue
-				}
-				tried = append(tried, seed)
-				r := c.run(context.Background(), seed, fs, filepath.Join(out, "broken"))
-				if r.verdict == verdictError {
-					t.Fatalf("seed %d: %v", seed, r.detail)
-				}
-				if r.verdict != verdictUnsafe {
-					os.RemoveAll(r.dir)
-					continue
-				}
-				t.Logf("caught at seed %d in %v (%v): %v", seed, r.took, fs, r.detail)
-				if variant == "trust-tail" { // the shrink keeps the failure with fewer faults
-					small := c.shrink(context.Background(), r, progress.NewPlain(testWriter{t}))
-					if small.verdict != verdictUnsafe || len(small.faults) >= len(fs) {
-						t.Errorf("shrunk to %s with %d of %d faults", small.verdict, len(small.faults), len(fs))
-					}
-					t.Logf("shrunk to %v", small.faults)
-				}
-				c.broken = ""
-				if r := c.run(context.Background(), seed, fs, filepath.Join(out, "sound")); r.verdict != verdictOK {
-					t.Fatalf("seed %d fails without the break too: %s %v", seed, r.verdict, r.detail)
-				}
-				return
-			}
-			t.Fatalf("seeds %v did not catch %s", tried, variant)
-		})
+	var variants []replica.VariantInfo
+	for _, name := range []replica.Variant{replica.SelfTwice, replica.ApplyUncommitted} {
+		v, err := replica.VariantOf(string(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		variants = append(variants, v)
 	}
-}
-
-// shows says whether schedule fs can show variant: ack-before-sync needs a majority
-// killed at one instant losing what it had not synced, trust-tail a torn tail.
-func shows(variant string, fs []nemesis.Fault, n int) bool {
-	if variant == "trust-tail" {
-		return slices.ContainsFunc(fs, func(f nemesis.Fault) bool { return f.Kind == nemesis.TornTail })
+	c := &checker{sp: sp, out: t.TempDir()}
+	schedule := func(seed uint64) []nemesis.Fault { return sim.DenseFaults(topo, seed, sp.Duration) }
+	run := func(ctx context.Context, broken map[int]replica.Variant, seed uint64, fs []nemesis.Fault) (string, error) {
+		cc := *c
+		cc.broken = broken
+		r := cc.run(ctx, seed, fs, filepath.Join(c.out, fmt.Sprintf("seed-%d-%d", seed, len(broken))))
+		if r.verdict == verdictError {
+			t.Fatalf("seed %d: %v", seed, r.detail)
+		}
+		return r.verdict, r.detail
 	}
-	at := map[int64]int{}
-	for _, f := range fs {
-		if f.Kind == nemesis.LoseUnsynced || f.Kind == nemesis.TornTail {
-			at[int64(f.At)]++
+	rows := power(context.Background(), variants, func(replica.VariantInfo) string { return "" }, 1, 50, 1, schedule, run, progress.NewPlain(testWriter{t}))
+	for _, r := range rows {
+		switch {
+		case r.seed == 0:
+			t.Errorf("%s not caught in %d seeds", r.v.Name, r.tried)
+		case r.sound != verdictOK:
+			t.Errorf("%s: seed %d fails on the sound replica too: %s", r.v.Name, r.seed, r.sound)
+		case len(r.shrunk) > len(r.faults):
+			t.Errorf("%s: shrunk to %d of %d faults", r.v.Name, len(r.shrunk), len(r.faults))
 		}
 	}
-	for _, k := range at {
-		if k > n/2 {
-			return true
-		}
-	}
-	return false
 }
 
 // faultGroups pairs every fault with what undoes it, so a shrink keeps schedules
@@ -137,10 +98,13 @@ func TestFaultGroups(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("groups %v, want %v", got, want)
 	}
-	// Every random schedule splits into groups that cover it once.
+	// Every random schedule (classic and dense) splits into groups that cover it once.
 	topo := checkSpecTopo(t)
-	for seed := uint64(1); seed <= 200; seed++ {
+	for seed := uint64(1); seed <= 400; seed++ {
 		fs := sim.RandomFaults(topo, seed, 10*time.Second)
+		if seed > 200 {
+			fs = sim.DenseFaults(topo, seed, 30*time.Second)
+		}
 		seen := map[int]bool{}
 		for _, g := range faultGroups(fs) {
 			for _, i := range g {
@@ -184,6 +148,21 @@ func TestCheckUsage(t *testing.T) {
 	}
 	if code, _, errs := runCLI("check", "--seeds", "0"); code == 0 || !strings.Contains(errs, "--seeds 0") {
 		t.Errorf("check --seeds 0: exit %d, %q", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--schedule", "jepsen"}, `--schedule "jepsen"`},
+		{[]string{"sim", "check", "--schedule", "jepsen"}, `--schedule "jepsen"`},
+		{[]string{"check", "--broken", "p3"}, `--broken "p3": want pN:VARIANT`},
+		{[]string{"sim", "check", "--broken", "p3:lazy"}, `no broken variant "lazy"`},
+		{[]string{"check", "--variants", "all", "--backend", "netns"}, "only the local backend's servers"},
+		{[]string{"sim", "check", "--variants", "self-twice,lazy"}, `--variants: no broken variant "lazy"`},
+	} {
+		if code, _, errs := runCLI(c.args...); code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q, want %q", c.args, code, errs, c.want)
+		}
 	}
 }
 

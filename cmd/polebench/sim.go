@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"time"
 
+	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/pool"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/runner"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
@@ -29,6 +32,7 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	jobs := jobsFlag(fs)
 	faultsFile := fs.String("faults", "", "run this schedule (a faults.json a check wrote, e.g. a shrunk one) instead of each seed's")
 	disk := fs.Duration("disk-latency", sim.SyncDiskLatency, "how long a server's log write takes (fsync on: wider windows for a kill to find work in progress)")
+	cf := newCheckFlags(fs)
 	sets := overrideFlags(fs)
 	// The schedule is random and the verdict is safety, not latency: the spec's crash
 	// and warmup do not apply, and must not stop a shorter --duration.
@@ -52,6 +56,14 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	broken, err := cf.brokenServers()
+	if err != nil {
+		return err
+	}
+	variants, err := cf.chosen()
+	if err != nil {
+		return err
+	}
 	cfgOf := func(seed uint64) (*trial.Test, sim.Config, error) {
 		t, err := trial.Seeded(sp, seed)
 		if err != nil {
@@ -59,10 +71,11 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		}
 		c := t.Sim(nil)
 		c.Trace, c.DiskLatency = false, *disk
-		c, err = sim.ForCheck(c, chose["duration"], chose["rate"])
+		c, err = sim.ForCheck(c, chose["duration"], chose["rate"], *cf.schedule)
 		if fixed != nil {
 			c.Faults = fixed
 		}
+		c.Broken = broken
 		t.Faults = c.Faults
 		return t, c, err
 	}
@@ -71,6 +84,9 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if variants != nil {
+		return simPower(ctx, stdout, variants, cfgOf, *from, *seeds, min(pool.Workers(0, *jobs), *seeds))
+	}
 	type outcome struct {
 		seed          uint64
 		test          *trial.Test
@@ -127,6 +143,42 @@ func runSim(args []string, stdout, stderr io.Writer) error {
 		sp.Name, *seeds, *from, time.Since(t0).Round(time.Millisecond), workers, failed, len(stuck), stuck)
 	if failed > 0 {
 		return fmt.Errorf("%d of %d seeds violated safety", failed, *seeds)
+	}
+	return nil
+}
+
+// simPower prints the simulator's power table (power): every variant it carries.
+func simPower(ctx context.Context, stdout io.Writer, variants []replica.VariantInfo, cfgOf func(uint64) (*trial.Test, sim.Config, error), from uint64, seeds, workers int) error {
+	line := progress.New(stdout)
+	t0 := time.Now()
+	schedule := func(seed uint64) []nemesis.Fault {
+		_, c, _ := cfgOf(seed)
+		return c.Faults
+	}
+	run := func(ctx context.Context, broken map[int]replica.Variant, seed uint64, fs []nemesis.Fault) (string, error) {
+		_, c, _ := cfgOf(seed)
+		c.Faults, c.Broken = fs, broken
+		_, unsafe, stuck := sim.Check(ctx, c)
+		switch {
+		case unsafe != nil:
+			return verdictUnsafe, unsafe
+		case stuck != nil:
+			return verdictStuck, stuck
+		}
+		return verdictOK, nil
+	}
+	carries := func(v replica.VariantInfo) string {
+		if !v.Sim {
+			return "the simulator's disk tears no record (a kill loses unsynced writes only)"
+		}
+		return ""
+	}
+	rows := power(ctx, variants, carries, from, seeds, workers, schedule, run, line)
+	line.Done()
+	printPower(stdout, rows)
+	fmt.Fprintf(stdout, "sim power: %d variants, at most %d seeds each from %d, in %v\n", len(rows), seeds, from, time.Since(t0).Round(time.Second))
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
 	}
 	return nil
 }
