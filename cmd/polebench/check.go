@@ -20,10 +20,12 @@ import (
 	"github.com/polebench/polebench/csvfile"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/runner"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/trial"
 )
 
 const checkSummary = "sim check's random fault schedules on a real cluster; per seed: lost acknowledged writes, linearizability, convergence after the last heal"
@@ -109,6 +111,9 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 		switch {
 		case v.Err() != nil:
 			r.verdict, r.detail = verdictUnsafe, v.Err()
+		case stuck != nil && unplayed(dir, faults) != nil:
+			// Not the servers' liveness: the schedule was never carried out.
+			r.verdict, r.detail = verdictError, errors.Join(unplayed(dir, faults), stuck)
 		case stuck != nil:
 			r.verdict, r.detail = verdictStuck, stuck
 		case err != nil:
@@ -118,6 +123,26 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 		}
 	}
 	return r
+}
+
+// unplayed says whether the run in dir carried out fewer of faults than scheduled:
+// the nemesis plays them one after another until the load ends, and on a loaded
+// machine slow kills can push the rest (a restart, say) past the end.
+func unplayed(dir string, faults []nemesis.Fault) error {
+	recs, err := record.ReadEvents(filepath.Join(dir, trial.EventsFile))
+	if err != nil {
+		return err
+	}
+	played := 0
+	for _, r := range recs {
+		if r.Source == record.SourceHarness && r.Fault != "" {
+			played++
+		}
+	}
+	if played < len(faults) {
+		return fmt.Errorf("the nemesis carried out %d of the schedule's %d faults before the load ended (it fell behind: the schedule was not played)", played, len(faults))
+	}
+	return nil
 }
 
 func cmpOr(errs ...error) error {

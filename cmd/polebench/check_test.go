@@ -14,12 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
+	"github.com/polebench/polebench/record"
 	"github.com/polebench/polebench/replica"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
+	"github.com/polebench/polebench/trial"
 )
 
 // checkSpec is what polebench check runs by default: two-dc, 10 s at 200 req/s, local.
@@ -336,4 +339,28 @@ func tree(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return paths
+}
+
+// TestUnplayed: a run whose nemesis fell behind and left faults of its schedule
+// unplayed at the end of the load is told apart from one that played them all (its
+// stuck servers are then the schedule's doing, not theirs: an error, not stuck).
+func TestUnplayed(t *testing.T) {
+	dir := t.TempDir()
+	recs := []record.Record{
+		record.Harness(time.Second, event.Kill, 3, nil),
+		record.Harness(2*time.Second, event.Restart, 3, nil),
+		{Event: event.Event{Kind: event.Started, Server: 3}, Source: record.SourceNode},
+	}
+	recs[0].Fault, recs[1].Fault = nemesis.Kill, nemesis.Restart
+	if err := record.WriteEvents(filepath.Join(dir, trial.EventsFile), recs); err != nil {
+		t.Fatal(err)
+	}
+	kill := []nemesis.Fault{{At: time.Second, Kind: nemesis.Kill, Server: 3}, {At: 2 * time.Second, Kind: nemesis.Restart, Server: 3}}
+	if err := unplayed(dir, kill); err != nil {
+		t.Errorf("both played: %v", err)
+	}
+	more := append(kill, nemesis.Fault{At: 3 * time.Second, Kind: nemesis.Pause, Server: 1}, nemesis.Fault{At: 4 * time.Second, Kind: nemesis.Resume, Server: 1})
+	if err := unplayed(dir, more); err == nil || !strings.Contains(err.Error(), "2 of the schedule's 4") {
+		t.Errorf("2 of 4 played: %v", err)
+	}
 }
