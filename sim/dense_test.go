@@ -67,6 +67,7 @@ func TestBrokenCaught(t *testing.T) {
 	}{
 		{replica.SelfTwice, 5, 23},
 		{replica.ApplyUncommitted, 3, 23},
+		{replica.ForgetEpoch, 3, 126},
 	} {
 		t.Run(string(c.variant), func(t *testing.T) {
 			cfg := checkConfig(t, c.seed)
