@@ -127,20 +127,29 @@ func (c *checker) run(ctx context.Context, seed uint64, faults []nemesis.Fault, 
 
 // unplayed says whether the run in dir carried out fewer of faults than scheduled:
 // the nemesis plays them one after another until the load ends, and on a loaded
-// machine slow kills can push the rest (a restart, say) past the end.
+// machine slow kills can push the rest (a restart, say) past the end; or one failed
+// (a restart whose port another process took).
 func unplayed(dir string, faults []nemesis.Fault) error {
 	recs, err := record.ReadEvents(filepath.Join(dir, trial.EventsFile))
 	if err != nil {
 		return err
 	}
 	played := 0
+	var failed []string
 	for _, r := range recs {
-		if r.Source == record.SourceHarness && r.Fault != "" {
-			played++
+		if r.Source != record.SourceHarness || r.Fault == "" {
+			continue
+		}
+		played++
+		if r.Error != "" {
+			failed = append(failed, fmt.Sprintf("%s p%d: %s", r.Fault, r.Server, r.Error))
 		}
 	}
-	if played < len(faults) {
+	switch {
+	case played < len(faults):
 		return fmt.Errorf("the nemesis carried out %d of the schedule's %d faults before the load ended (it fell behind: the schedule was not played)", played, len(faults))
+	case len(failed) > 0:
+		return fmt.Errorf("the schedule was not carried out: %s", strings.Join(failed, "; "))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -362,5 +363,14 @@ func TestUnplayed(t *testing.T) {
 	more := append(kill, nemesis.Fault{At: 3 * time.Second, Kind: nemesis.Pause, Server: 1}, nemesis.Fault{At: 4 * time.Second, Kind: nemesis.Resume, Server: 1})
 	if err := unplayed(dir, more); err == nil || !strings.Contains(err.Error(), "2 of the schedule's 4") {
 		t.Errorf("2 of 4 played: %v", err)
+	}
+	// A restart that failed (its port taken) did not carry the schedule out either.
+	recs[1] = record.Harness(2*time.Second, event.Restart, 3, errors.New("start p3: admin port: bind: address already in use"))
+	recs[1].Fault = nemesis.Restart
+	if err := record.WriteEvents(filepath.Join(dir, trial.EventsFile), recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := unplayed(dir, kill); err == nil || !strings.Contains(err.Error(), "restart p3: start p3: admin port") {
+		t.Errorf("a failed restart: %v", err)
 	}
 }
