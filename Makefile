@@ -15,7 +15,7 @@ PKGS    ?= ./...
 export CGO_ENABLED ?= 0
 export GOFLAGS     ?= -trimpath
 
-.PHONY: all build demo test test-go test-race check-broken vet fmt-check lint fmt ci clean vmtest image deps engine nightly reproduce bench
+.PHONY: all build demo instructions test test-go test-race check-broken vet fmt-check lint fmt ci clean vmtest image deps engine nightly reproduce bench
 
 all: build
 
@@ -69,6 +69,14 @@ nightly: build
 BENCH_FLAGS ?= --servers 3,5 --fsync off,on
 bench: build
 	$(BIN) bench --flavor poled,zookeeper $(BENCH_FLAGS)
+
+## instructions: the simulator's cost judged by instructions (polebench instructions):
+## two-dc end to end under valgrind's callgrind, then nine-dc for 3 s; each prints
+## instructions a simulated write by part (simulation, files, analysis, plots, runtime).
+## Slow (callgrind runs the simulator some 50 times slower), steady whatever the load.
+instructions: build
+	$(BIN) instructions two-dc
+	$(BIN) instructions nine-dc --duration 3s --crash-at 2s --warmup 1s
 
 ## test: every package's tests: unit tests, the simulator's exact timing claims, and
 ## correctness end to end on real clusters (local, netns, docker, swarm, ZooKeeper).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/polebench/polebench/bench"
 	"github.com/polebench/polebench/benchdata"
+	"github.com/polebench/polebench/callgrind"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/zookeeper"
@@ -96,6 +97,15 @@ var kinds = map[string]kind{
 		where:    simSpeedWhere,
 		check:    func(context.Context, Entry) error { return nil },
 		run:      runSimSpeed,
+	},
+	KindSimInstructions: {
+		usesSpec: true,
+		goals:    map[string]bool{},
+		apply:    applySimInstructions,
+		planned:  plannedSimInstructions,
+		where:    simInstructionsWhere,
+		check:    func(context.Context, Entry) error { return callgrind.Available() },
+		run:      runSimInstructions,
 	},
 }
 

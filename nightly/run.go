@@ -245,6 +245,8 @@ func describe(e Entry) string {
 	switch e.Kind {
 	case KindRun:
 		return fmt.Sprintf("%s on %s, %d × %v", e.Resolved.Name, e.Where(), e.Resolved.Repetitions, e.Resolved.Duration)
+	case KindSimInstructions:
+		return fmt.Sprintf("the simulator's instructions on %s (%s), 1 × %v", e.Resolved.Name, e.Where(), e.Resolved.Duration)
 	case KindSimSpeed:
 		return fmt.Sprintf("the simulator's speed on %s (%s), %d × %v", e.Resolved.Name, e.Where(), e.Resolved.Repetitions, e.Resolved.Duration)
 	}

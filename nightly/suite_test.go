@@ -31,20 +31,22 @@ func TestDefaultSuite(t *testing.T) {
 		quick bool
 	}
 	wants := map[string]want{
-		"two-dc-crash":         {"local", 1.0, true},
-		"two-dc-crash-netns":   {"netns", 2.5, false},
-		"two-dc-crash-docker":  {"docker", 3.0, false},
-		"two-dc-crash-swarm":   {"swarm", 8.0, false},
-		"fig7b-dep1-p1":        {"local", 2.0, false},
-		"zookeeper-two-dc-400": {"local zookeeper", 3.0, true},
-		"poled-two-dc-400":     {"local", 1.0, false},
-		"recovery-20mb":        {"local", 1.0, true},
-		"poled-vs-zookeeper":   {"loopback poled vs zookeeper", 0, false},
-		"sim-two-dc-crash":     {"sim", 1.0, true},
-		"sim-fig7b-dep1-p1":    {"sim", 2.0, true},
-		"sim-recovery-20mb":    {"sim", 1.0, true},
-		"sim-speed-two-dc":     {"sim, workers 1, 2", 0, true},
-		"sim-speed-nine-dc":    {"sim, workers 1, 2", 0, false},
+		"two-dc-crash":             {"local", 1.0, true},
+		"two-dc-crash-netns":       {"netns", 2.5, false},
+		"two-dc-crash-docker":      {"docker", 3.0, false},
+		"two-dc-crash-swarm":       {"swarm", 8.0, false},
+		"fig7b-dep1-p1":            {"local", 2.0, false},
+		"zookeeper-two-dc-400":     {"local zookeeper", 3.0, true},
+		"poled-two-dc-400":         {"local", 1.0, false},
+		"recovery-20mb":            {"local", 1.0, true},
+		"poled-vs-zookeeper":       {"loopback poled vs zookeeper", 0, false},
+		"sim-two-dc-crash":         {"sim", 1.0, true},
+		"sim-fig7b-dep1-p1":        {"sim", 2.0, true},
+		"sim-recovery-20mb":        {"sim", 1.0, true},
+		"sim-speed-two-dc":         {"sim, workers 1, 2", 0, true},
+		"sim-speed-nine-dc":        {"sim, workers 1, 2", 0, false},
+		"sim-instructions-two-dc":  {"sim under callgrind, 1 worker", 0, false},
+		"sim-instructions-nine-dc": {"sim under callgrind, 1 worker", 0, false},
 	}
 	if len(s.Entries) != len(wants) {
 		t.Errorf("%d entries, want %d", len(s.Entries), len(wants))
@@ -68,6 +70,12 @@ func TestDefaultSuite(t *testing.T) {
 		if e.Kind == KindSimSpeed {
 			if !e.Goal.IsZero() || !slices.Equal(e.Workers, []int{1, 2}) || e.Resolved.Repetitions < 4 {
 				t.Errorf("%s: goal %v, workers %v, %d repetitions", e.Name, e.Goal, e.Workers, e.Resolved.Repetitions)
+			}
+			continue
+		}
+		if e.Kind == KindSimInstructions {
+			if !e.Goal.IsZero() || e.Resolved.Duration > 30*time.Second {
+				t.Errorf("%s: goal %v, %v: callgrind runs it some 50 times slower", e.Name, e.Goal, e.Resolved.Duration)
 			}
 			continue
 		}
@@ -167,7 +175,7 @@ func TestBadSuites(t *testing.T) {
 		{"unknown entry field", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    sets: []\n", "bad.yaml:5: experiments[0].sets: unknown field (known: goal, kind, name, quick, set, spec)"},
 		{"no spec", "name: x\nexperiments:\n  - name: a\n", "bad.yaml:3: experiments[0].spec: missing"},
 		{"unknown spec", "name: x\nexperiments:\n  - name: a\n    spec: four-dc\n", "bad.yaml:3: experiments[0].spec: four-dc is neither a file nor a shipped spec"},
-		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: bench, run, sim-speed)`},
+		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: bench, run, sim-instructions, sim-speed)`},
 		{"bad name", "name: x\nexperiments:\n  - name: a/b\n    spec: two-dc\n", `bad.yaml:3: experiments[0].name: "a/b"`},
 		{"twice", "name: x\nexperiments:\n  - {name: a, spec: two-dc}\n  - {name: a, spec: two-dc}\n", `bad.yaml:4: experiments[1].name: "a" is also the name of the entry at bad.yaml:3`},
 		{"not name=value", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration]\n", `bad.yaml:5: experiments[0].set[0]: override "duration": want name=value`},

@@ -28,6 +28,7 @@ packages=(
 	docker-compose                            # checks docker-compose.yml
 	docker-registry                           # the swarm backend's registry path (started by its test only)
 	chromium fonts-dejavu-core                # renders report.html as a reader sees it (campaign tests)
+	valgrind                                  # callgrind: the simulator's instructions (callgrind tests, nightly)
 )
 missing=()
 for p in "${packages[@]}"; do
