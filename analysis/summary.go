@@ -153,6 +153,9 @@ func Summarize(in Input) (*Summary, error) {
 	for _, f := range e.FailedFaults {
 		s.Warnings = append(s.Warnings, "the nemesis could not carry out the "+f)
 	}
+	for _, l := range e.InitLimits {
+		s.Warnings = append(s.Warnings, "a recovery ran out of patience "+l)
+	}
 	if e.Leadings > 1 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("p%d went LEADING %d times between the crash and its first commit: recovery counts from the last", e.NewLeader, e.Leadings))
 	}

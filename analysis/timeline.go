@@ -27,6 +27,9 @@ func FindEvents(tl []record.Record, base Events) Events {
 		if r.Source == record.SourceHarness && r.Fault != "" && r.Error != "" {
 			ev.FailedFaults = append(ev.FailedFaults, fmt.Sprintf("%s of p%d at %.1f s: %s", r.Fault, r.Server, r.AtMS/1000, r.Error))
 		}
+		if r.Kind == event.Looking && strings.HasPrefix(r.Reason, event.InitLimitPrefix) {
+			ev.InitLimits = append(ev.InitLimits, fmt.Sprintf("at %.1f s: %s", r.AtMS/1000, strings.TrimPrefix(r.Reason, event.InitLimitPrefix)))
+		}
 		if crash < 0 && r.Source == record.SourceHarness && r.Fault == nemesis.Crash && r.Error == "" {
 			crash = r.AtMS
 		}

@@ -30,6 +30,9 @@ type Events struct {
 	// FailedFaults are the faults the nemesis could not carry out, as "kind of pN at
 	// T: error": the run did not get the schedule it planned.
 	FailedFaults []string
+	// InitLimits are the recoveries ended by their init limit (LOOKING with
+	// event.InitLimitPrefix), as "at T s: what waited for what".
+	InitLimits []string
 }
 
 // DefaultSettle is how long after the election the "after" window starts (the paper:

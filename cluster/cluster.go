@@ -121,6 +121,8 @@ type Options struct {
 	Fsync         bool
 	// PreloadMB fills every server's tree with that much data before the run.
 	PreloadMB int
+	// InitLimit is how long a server may take to recover (replica.Config.InitLimit).
+	InitLimit time.Duration
 	// Trace makes every poled record the steps of each write (replica.Config.Trace),
 	// for the run's latency anatomy.
 	Trace bool
@@ -146,7 +148,7 @@ type Options struct {
 func (o Options) ReplicaConfig(id int, peers []replica.Peer) replica.Config {
 	return replica.Config{
 		ID: id, Servers: peers, Oracle: o.Oracle, InitialLeader: o.InitialLeader, Fsync: o.Fsync,
-		PreloadMB: o.PreloadMB, Trace: o.Trace, Heartbeat: replica.Duration(o.Oracle.Heartbeat),
+		PreloadMB: o.PreloadMB, Trace: o.Trace, Heartbeat: replica.Duration(o.Oracle.Heartbeat), InitLimit: replica.Duration(o.InitLimit),
 		Broken: o.Broken[id],
 	}
 }

@@ -64,6 +64,11 @@ type Event struct {
 	Reason string     `json:"reason,omitempty"`
 }
 
+// InitLimitPrefix starts the Reason of a LOOKING that ends a recovery at its init
+// limit (replica.Config.InitLimit): the words after it say who waited for whom, how
+// long and what came in.
+const InitLimitPrefix = "init limit: "
+
 // Time is the event's wall-clock time.
 func (e Event) Time() time.Time { return time.Unix(0, e.TimeNS) }
 

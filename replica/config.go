@@ -70,6 +70,10 @@ type Config struct {
 	MaxSessionTimeout Duration `json:"max_session_timeout,omitempty"`
 	// SnapWindow is how many recent committed transactions a server keeps for DIFFs.
 	SnapWindow int `json:"snap_window,omitempty"`
+	// InitLimit is how long recovery (election to serving) may take, ZooKeeper's
+	// initLimit × tickTime: a sync still unfinished then goes back to an election
+	// (default zab.DefaultInitLimit).
+	InitLimit Duration `json:"init_limit,omitempty"`
 	// PreloadMB fills a fresh server's tree with that much deterministic data before it
 	// joins (the same on every server), for the snapshot-size sweeps.
 	PreloadMB int `json:"preload_mb,omitempty"`
@@ -211,6 +215,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapWindow < 0 {
 		bad("snap_window", "%d is negative", c.SnapWindow)
+	}
+	if c.InitLimit < 0 {
+		bad("init_limit", "%v is negative", time.Duration(c.InitLimit))
 	}
 	if c.PreloadMB < 0 {
 		bad("preload_mb", "%d is negative", c.PreloadMB)

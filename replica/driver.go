@@ -29,6 +29,8 @@ type Driver struct {
 	log       *slog.Logger
 	io        IO
 	heartbeat time.Duration
+	id        int
+	tick      time.Duration
 
 	elect *pole.Node
 	bcast *zab.Node
@@ -101,7 +103,10 @@ func NewDriver(cfg Config, persisted zab.Persisted, tree *datatree.Tree, io IO, 
 	if cfg.Broken != "" {
 		log.Warn("broken on purpose (a checker's test)", "variant", cfg.Broken)
 	}
-	d := &Driver{log: log, io: io, heartbeat: time.Duration(cfg.Heartbeat), tree: tree,
+	if cfg.InitLimit > 0 {
+		zc.InitTicks = max(10, int(time.Duration(cfg.InitLimit)/tick))
+	}
+	d := &Driver{log: log, io: io, heartbeat: time.Duration(cfg.Heartbeat), id: cfg.ID, tick: tick, tree: tree,
 		pending: map[uint64]func(zkserver.Outcome){}, pingAt: map[int]time.Duration{}}
 	var err error
 	if d.bcast, err = zab.New(zc, persisted); err != nil {
@@ -331,7 +336,11 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		d.results, d.found = results, found
 	}
 	for _, e := range rd.Events {
-		d.io.Record(event.Event{Kind: e.Type.Kind(), Epoch: e.Epoch, Leader: e.Leader, Zxid: e.Zxid, Reason: e.Reason})
+		reason := e.Reason
+		if e.InitLimit {
+			reason = d.initLimitWords(e)
+		}
+		d.io.Record(event.Event{Kind: e.Type.Kind(), Epoch: e.Epoch, Leader: e.Leader, Zxid: e.Zxid, Reason: reason})
 		d.log.Info("broadcast", "event", e.String())
 		switch e.Type {
 		case zab.EventLooking, zab.EventLeading, zab.EventFollowing:
@@ -356,6 +365,23 @@ func (d *Driver) broadcastReady(rd zab.Ready) {
 		}
 	}
 	d.bcast.Advance()
+}
+
+// initLimitWords says what a recovery that hit its init limit waited for: the state
+// it still lacked came in too slowly for the limit, or not at all.
+func (d *Driver) initLimitWords(e zab.Event) string {
+	waited := time.Duration(e.Waited) * d.tick
+	from := "its leader"
+	if e.Leader != 0 {
+		from = fmt.Sprintf("p%d", e.Leader)
+	}
+	what := "to sync with"
+	if e.Reason == "recovery exceeded InitTicks" {
+		what = "as leader for a quorum, fetching from"
+	}
+	rate := float64(e.Received) * 8 / max(waited.Seconds(), 1e-9) / 1e6
+	return fmt.Sprintf("%sp%d waited %.1f s %s %s and received %.1f MB (%d bytes, %.1f Mbit/s) before its init limit ended the recovery; a larger init_limit would let it finish",
+		event.InitLimitPrefix, d.id, waited.Seconds(), what, from, float64(e.Received)/(1<<20), e.Received, rate)
 }
 
 // apply installs the snapshot a Ready completed, if any, and applies its committed

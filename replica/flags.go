@@ -42,6 +42,7 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	fs.BoolVar(&c.Fsync, "fsync", c.Fsync, "fsync the log before acknowledging")
 	durationVar(fs, &c.Tick, "tick", "clock of the election and broadcast cores (default 50ms)")
 	durationVar(fs, &c.Heartbeat, "heartbeat", "heartbeat period for RTT estimation (default 1s)")
+	durationVar(fs, &c.InitLimit, "init-limit", "how long recovery, election to serving, may take (default 20s)")
 	durationVar(fs, &c.MinSessionTimeout, "min-session-timeout", "lower bound of negotiated session timeouts")
 	durationVar(fs, &c.MaxSessionTimeout, "max-session-timeout", "upper bound of negotiated session timeouts (default 40s)")
 	fs.IntVar(&c.SnapWindow, "snap-window", c.SnapWindow, "recent transactions kept for DIFFs (default 500)")

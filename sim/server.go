@@ -76,7 +76,8 @@ func newServer(s *Sim, id int) (*server, error) {
 		peers = append(peers, replica.Peer{ID: p, Host: topology.Name(p), ClientPort: 1, PeerPort: 2, ElectionPort: 3, AdminPort: 4})
 	}
 	cfg := replica.Config{ID: id, Servers: peers, DataDir: "(simulated)", Oracle: s.cfg.Oracle,
-		InitialLeader: s.cfg.InitialLeader, PreloadMB: s.cfg.PreloadMB, Trace: s.cfg.Trace, Broken: s.cfg.Broken[id]}
+		InitialLeader: s.cfg.InitialLeader, PreloadMB: s.cfg.PreloadMB, Trace: s.cfg.Trace, Broken: s.cfg.Broken[id],
+		InitLimit: replica.Duration(s.cfg.InitLimit)}
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("sim: p%d: %w", id, err)

@@ -42,6 +42,7 @@ type Config struct {
 	Oracle        score.Oracle
 	InitialLeader int
 	PreloadMB     int
+	InitLimit     time.Duration // a server's patience to recover (replica.Config.InitLimit); 0: poled's default
 	Faults        []nemesis.Fault
 
 	Rates        map[string]float64 // req/s per DC

@@ -121,6 +121,8 @@ var overrides = []Override{
 		}},
 	{"preload-mb", "MB of application state preloaded on every server (preload_mb)", "preload_mb",
 		func(s *Spec, v string) error { return parseInt(v, &s.PreloadMB) }},
+	{"init-limit", "how long a server may take to recover, e.g. 60s; 0: sized from the state and the links (init_limit)", "init_limit",
+		func(s *Spec, v string) error { return parseDuration(v, &s.InitLimit) }},
 	{"payload", "bytes per write (workload.payload_bytes)", "workload.payload_bytes",
 		func(s *Spec, v string) error { return parseInt(v, &s.Workload.PayloadBytes) }},
 	{"arrival", "arrival of requests: " + arrivalNames() + " (workload.arrival)", "workload.arrival",

@@ -66,6 +66,7 @@ func TestRunDecode(t *testing.T) {
 		{"60s", "workload: {}", func(s *Spec) {}},
 		{"60s", "preload_mb: 250", func(s *Spec) { s.PreloadMB = 250 }},
 		{"60s", "preload_mb: 0", func(s *Spec) {}},
+		{"60s", "init_limit: 90s", func(s *Spec) { s.InitLimit = 90 * time.Second }},
 		{"60s", "repetitions: 1", func(s *Spec) { s.Repetitions = 1 }},
 		{"60s", "seed: 0", func(s *Spec) { s.Seed = 0 }},
 		{"60s", "seed: 0xffffffffffffffff", func(s *Spec) { s.Seed = 1<<64 - 1 }},
@@ -128,6 +129,8 @@ func TestRunErrors(t *testing.T) {
 		{"none", "workload: {warmup: 2m}", "x.yaml:9: workload.warmup: 2m0s is not before duration 2m0s: nothing would be measured before the end of the run"},
 		// preload_mb, repetitions, seed, backend
 		{"60s", "preload_mb: -1", "x.yaml:9: preload_mb: -1 MB is negative"},
+		{"60s", "init_limit: -5s", "x.yaml:9: init_limit: -5s is negative (leave it out for the default, sized from the state and the links)"},
+		{"60s", "init_limit: soon", `x.yaml:9: init_limit: "soon" is not a duration (like 60s or 1m30s)`},
 		{"60s", "repetitions: 0", "x.yaml:9: repetitions: 0: at least 1 run is needed"},
 		{"60s", "seed: -1", `x.yaml:9: seed: "-1" is not a non-negative integer`},
 		{"60s", "backend: k8s", `x.yaml:9: backend: unknown backend "k8s" (known: local, netns, docker, swarm, sim)`},

@@ -32,14 +32,18 @@ type Spec struct {
 	Duration          time.Duration // length of the run
 
 	// The run; every field has a default (run.go) and FaultSchedule merges the faults.
-	Workload    Workload
-	Faults      []Fault   // more kills and restarts
-	Outdate     []Outdate // the paper's recovery experiments: kill early, restart just before the crash
-	PreloadMB   int       // MB of application state preloaded on every server before the run (0)
-	Repetitions int       // runs per point (5)
-	Seed        uint64    // (1)
-	Backend     string    // one of backend.Names(), backend.Default by default
-	Flavor      string    // one of backend.Flavors(): the replicas, backend.DefaultFlavor by default
+	Workload  Workload
+	Faults    []Fault   // more kills and restarts
+	Outdate   []Outdate // the paper's recovery experiments: kill early, restart just before the crash
+	PreloadMB int       // MB of application state preloaded on every server before the run (0)
+	// InitLimit is how long a server may take to recover, election to serving
+	// (ZooKeeper's initLimit × tickTime); 0: sized from the state and the links
+	// (InitLimitFor).
+	InitLimit   time.Duration `json:",omitempty"`
+	Repetitions int           // runs per point (5)
+	Seed        uint64        // (1)
+	Backend     string        // one of backend.Names(), backend.Default by default
+	Flavor      string        // one of backend.Flavors(): the replicas, backend.DefaultFlavor by default
 	Links       Links
 
 	// File is where the spec came from (the name given to Parse).
@@ -104,6 +108,7 @@ var sections = []section{
 	{"duration", true, func(d *decoder, s *Spec) field { return d.duration(&s.Duration) }},
 	{"workload", false, decodeWorkload},
 	{"preload_mb", false, func(d *decoder, s *Spec) field { return d.integer(&s.PreloadMB) }},
+	{"init_limit", false, func(d *decoder, s *Spec) field { return d.duration(&s.InitLimit) }},
 	{"outdate", false, decodeOutdate},
 	{"faults", false, decodeFaults},
 	{"links", false, decodeLinks},

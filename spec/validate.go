@@ -275,6 +275,9 @@ func (s *Spec) checkRun() error {
 	if s.CrashAt >= s.Duration {
 		return s.errf("crash_at", "%v is not before the end of the run (duration %v)", s.CrashAt, s.Duration)
 	}
+	if s.InitLimit < 0 {
+		return s.errf("init_limit", "%v is negative (leave it out for the default, sized from the state and the links)", s.InitLimit)
+	}
 	return nil
 }
 

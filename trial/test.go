@@ -61,7 +61,7 @@ func (t *Test) Cluster(dataRoot, label string, log *slog.Logger, warmUp time.Dur
 	sp := t.Spec
 	return cluster.Options{
 		Topology: t.Topology, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, Plan: t.Plan,
-		DataRoot: dataRoot, PreloadMB: sp.PreloadMB, Label: label, Logger: log, Flavor: sp.Flavor,
+		DataRoot: dataRoot, PreloadMB: sp.PreloadMB, InitLimit: sp.InitLimitFor(t.Plan), Label: label, Logger: log, Flavor: sp.Flavor,
 		Trace: true, Nodes: sp.Nodes(), WarmUp: warmUp,
 	}
 }
@@ -84,7 +84,7 @@ func (t *Test) Workload(servers []cluster.Server, records string, log *slog.Logg
 func (t *Test) Sim(log *slog.Logger) sim.Config {
 	sp := t.Spec
 	return sim.Config{
-		Topology: t.Topology, Plan: t.Plan, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, PreloadMB: sp.PreloadMB,
+		Topology: t.Topology, Plan: t.Plan, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, PreloadMB: sp.PreloadMB, InitLimit: sp.InitLimitFor(t.Plan),
 		Faults: t.Faults, Rates: t.Rates, Arrival: sp.Workload.Arrival, Seed: t.Seed,
 		Duration: sp.Duration, PayloadBytes: sp.Workload.PayloadBytes, Keys: sp.Workload.Keys, Log: log, Trace: true,
 	}

@@ -76,7 +76,7 @@ func (n *Node) tickFollower() {
 	case n.now-fs.heard > silence:
 		n.becomeLooking(fmt.Sprintf("leader %d silent for %d ticks", n.leader, n.now-fs.heard))
 	case n.cfg.InitTicks > 0 && fs.phase != fServe && n.now-fs.start > int64(n.cfg.InitTicks):
-		n.becomeLooking("sync exceeded InitTicks")
+		n.initLimitExceeded("sync exceeded InitTicks", n.leader, fs.start)
 	case fs.phase == fDiscover && n.now-fs.retried >= int64(n.cfg.RetryTicks):
 		fs.retried = n.now
 		n.send(Message{Type: MsgFollowerInfo, To: n.leader, Epoch: n.hs.AcceptedEpoch})

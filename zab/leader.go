@@ -107,7 +107,11 @@ func (n *Node) tickLeader() {
 	case ls.phase == lFetch && n.now-ls.source.heard > int64(n.cfg.TimeoutTicks):
 		n.becomeLooking(fmt.Sprintf("fetch source %d silent", ls.source.id))
 	case n.cfg.InitTicks > 0 && ls.phase != lServe && n.now-ls.start > int64(n.cfg.InitTicks):
-		n.becomeLooking("recovery exceeded InitTicks")
+		from := 0
+		if ls.source != nil {
+			from = ls.source.id
+		}
+		n.initLimitExceeded("recovery exceeded InitTicks", from, ls.start)
 	}
 }
 

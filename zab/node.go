@@ -149,6 +149,9 @@ type Node struct {
 	ls     *leaderState
 	fs     *followerState
 	snapIn *snapIn
+	// recvBytes: history received in this role (snapshot chunks, DIFFs), for the
+	// words of an exceeded InitTicks.
+	recvBytes int64
 }
 
 // peerSlots maps a configured server's id to its index in Config.Peers. Ids are small
@@ -588,7 +591,7 @@ func (n *Node) leaveRole() {
 	}
 	clear(n.pending)
 	n.ls, n.fs, n.snapIn, n.deferred = nil, nil, nil, nil
-	n.leader, n.epoch = 0, 0
+	n.leader, n.epoch, n.recvBytes = 0, 0, 0
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
@@ -601,12 +604,20 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
-func (n *Node) becomeLooking(reason string) {
-	n.log.Info("looking", "reason", reason)
+func (n *Node) becomeLooking(reason string) { n.lookAfter(Event{Type: EventLooking, Reason: reason}) }
+
+// initLimitExceeded goes LOOKING because recovery with from (the leader, or the
+// fetch source) outlasted InitTicks, saying how long it waited and what came in.
+func (n *Node) initLimitExceeded(reason string, from int, start int64) {
+	n.lookAfter(Event{Type: EventLooking, Reason: reason, Leader: from, InitLimit: true, Waited: n.now - start, Received: n.recvBytes})
+}
+
+func (n *Node) lookAfter(e Event) {
+	n.log.Info("looking", "reason", e.Reason)
 	n.leaveRole()
 	n.role = Looking
 	n.early = nil // FOLLOWERINFOs of an earlier election
-	n.emit(Event{Type: EventLooking, Reason: reason})
+	n.emit(e)
 }
 
 // --- receiving a history (a follower from its leader, a leader from its fetch source) ---
@@ -623,6 +634,9 @@ func (n *Node) recvTrunc(m Message) error {
 }
 
 func (n *Node) recvEntries(m Message) error {
+	for _, e := range m.Entries {
+		n.recvBytes += int64(len(e.Data))
+	}
 	if m.Zxid != n.hist.last() {
 		return fmt.Errorf("%v continues %v, log ends at %v", m.Type, m.Zxid, n.hist.last())
 	}
@@ -640,6 +654,7 @@ func (n *Node) recvChunk(m Message) error {
 		return fmt.Errorf("snapshot chunk %d of %v out of sequence", m.Seq, m.Zxid)
 	}
 	n.snapIn.next++
+	n.recvBytes += int64(len(m.Data))
 	n.persist(&SnapshotChunk{Zxid: m.Zxid, Seq: m.Seq, Last: m.Last, Data: m.Data})
 	if m.Last {
 		n.snapIn = nil

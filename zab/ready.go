@@ -138,12 +138,21 @@ type Event struct {
 	Epoch  Epoch  // the leader's epoch, once known
 	Zxid   Zxid   // LEADING: last zxid; SYNCED: commit point; FIRST_COMMIT: its zxid
 	Reason string // LOOKING only
+	// InitLimit: a LOOKING because recovery outlasted Config.InitTicks, after Waited
+	// ticks in which Received bytes of history (snapshot chunks, DIFFs) came in from
+	// Leader (a follower's) or the fetch source (a leader's: Leader is that source).
+	InitLimit bool
+	Waited    int64
+	Received  int64
 }
 
 func (e Event) String() string {
 	s := fmt.Sprintf("%s leader=%d epoch=%d zxid=%v", e.Type, e.Leader, e.Epoch, e.Zxid)
 	if e.Reason != "" {
 		s += " (" + e.Reason + ")"
+	}
+	if e.InitLimit {
+		s += fmt.Sprintf(" waited=%d received=%d", e.Waited, e.Received)
 	}
 	return s
 }

@@ -358,6 +358,9 @@ func formatReady(rd Ready) string {
 		if e.Reason != "" {
 			fmt.Fprintf(&b, " (%s)", e.Reason)
 		}
+		if e.InitLimit {
+			fmt.Fprintf(&b, " waited=%d received=%d", e.Waited, e.Received)
+		}
 		b.WriteString("\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
