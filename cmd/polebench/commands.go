@@ -26,7 +26,7 @@ var errUsage = errors.New("usage")
 func commands() []command {
 	return []command{
 		{"run", "SPEC [--out DIR] [--workers N] [overrides]", "run an experiment end to end and write its run directory", runRun},
-		{"instructions", "SPEC [--out DIR] [overrides]", "a simulated run's instructions per write under callgrind, by part (simulation, files, analysis, plots)", runInstructions},
+		{"instructions", "SPEC [--out DIR] [overrides]", "a simulated run's instructions per write under callgrind, by part (simulation, files, analysis, plots, runtime)", runInstructions},
 		{"analyze", "DIR", "analyse a stored run, repetition set or campaign again with this version's code", runAnalyze},
 		{"model", "SPEC [--json] [overrides]", "print the analytic model's scores, predicted latencies and winners", runModel},
 		{"sweep", "SPEC|CAMPAIGN.yaml --vary FIELD=V1,V2 [...]", "run a spec over a grid of overrides; results.csv, aggregate.json, figures", runSweep},
