@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/polebench/polebench/event"
@@ -201,6 +203,18 @@ func post(ctx context.Context, s Server, what string, c any) error {
 	if err != nil {
 		return err
 	}
+	// What is posted is a state (a cut, a disk's delay), so sending it twice is safe;
+	// a request on a kept-alive connection the far end had just closed fails with EOF
+	// before it was read (net/http retries no POST), and is sent once more.
+	for try := 0; ; try++ {
+		err = postOnce(ctx, s, what, b)
+		if try > 0 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			return err
+		}
+	}
+}
+
+func postOnce(ctx context.Context, s Server, what string, b []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Admin+"/"+what, bytes.NewReader(b))
 	if err != nil {
 		return err
