@@ -261,6 +261,19 @@ type Repetitions struct {
 	NewLeaders             map[int]int               `json:"new_leaders"`              // leader id -> runs
 	// Host counts the runs whose every window the host's verdict trusted.
 	Host HostRuns `json:"host"`
+	// ByLeader splits the runs by their new leader when they had more than one: an
+	// election that picks among equals by timing (Raft's randomized timeouts,
+	// ZooKeeper's votes across a WAN) makes the runs a mixture of winners, and their
+	// mean a mixture of latencies.
+	ByLeader map[int]*LeaderRuns `json:"by_leader,omitempty"`
+}
+
+// LeaderRuns are the runs one server won: the after window's mean latency per DC
+// over them, beside the model's prediction for that leader.
+type LeaderRuns struct {
+	Runs          int                `json:"runs"`
+	MeanLatencyMS map[string]Agg     `json:"mean_latency_ms"`
+	ModelMS       map[string]float64 `json:"model_ms,omitempty"`
 }
 
 // Aggregate combines the summaries of repetitions. A DC or window aggregates over the
@@ -322,5 +335,49 @@ func AggregateRuns(sums []*Summary) (*Repetitions, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(r.NewLeaders) > 1 {
+		if r.ByLeader, err = byLeader(sums); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// byLeader aggregates the after window per new leader.
+func byLeader(sums []*Summary) (map[int]*LeaderRuns, error) {
+	means := map[int]map[string][]float64{}
+	out := map[int]*LeaderRuns{}
+	for _, s := range sums {
+		if s.NewLeader == 0 {
+			continue
+		}
+		l := out[s.NewLeader]
+		if l == nil {
+			l = &LeaderRuns{MeanLatencyMS: map[string]Agg{}}
+			out[s.NewLeader], means[s.NewLeader] = l, map[string][]float64{}
+		}
+		l.Runs++
+		for dc, st := range s.LatencyMS["after"] {
+			if st.Count == 0 {
+				continue
+			}
+			means[s.NewLeader][dc] = append(means[s.NewLeader][dc], st.Mean)
+			if st.ModelMS != nil {
+				if l.ModelMS == nil {
+					l.ModelMS = map[string]float64{}
+				}
+				l.ModelMS[dc] = *st.ModelMS
+			}
+		}
+	}
+	for id, byDC := range means {
+		for dc, xs := range byDC {
+			a, err := Aggregate(xs)
+			if err != nil {
+				return nil, err
+			}
+			out[id].MeanLatencyMS[dc] = a
+		}
+	}
+	return out, nil
 }

@@ -81,7 +81,7 @@ func TestConfigCheck(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{Flavors: []string{"etcd"}}, `--flavor: unknown flavor "etcd"`},
+		{Config{Flavors: []string{"raft"}}, `--flavor: unknown flavor "raft"`},
 		{Config{Servers: []int{0}}, "--servers: 0 servers"},
 		{Config{Mode: "half"}, `--mode: unknown mode "half"`},
 		{Config{Mode: Open}, "--rate: the open loop needs"},

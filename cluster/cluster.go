@@ -95,6 +95,13 @@ type Pauser interface {
 	Resume(ctx context.Context, id int) error
 }
 
+// Applier is a cluster whose servers report no poled status (etcd): it says itself
+// whether server id serves and how far it has applied, as a string equal on two
+// servers that applied the same (what runner.Converge compares).
+type Applier interface {
+	Applied(ctx context.Context, id int) (serving bool, applied string, err error)
+}
+
 // DataDirs is a cluster whose servers keep their data directories on this host, where
 // the nemesis can reach a stopped server's files (to lose what its log had not
 // synced, or tear its tail: storage.LoseUnsynced).
@@ -135,8 +142,10 @@ type Options struct {
 	Label string
 	// Nodes names, per DC, the swarm nodes (host names or IDs) its servers run on
 	// (the swarm backend; a DC not named goes by the polebench.dc node label).
-	Nodes  map[string][]string
-	Logger *slog.Logger
+	Nodes map[string][]string
+	// FlavorSettings are the spec's flavor.settings, resolved (spec.Spec.FlavorSettings).
+	FlavorSettings map[string]string
+	Logger         *slog.Logger
 	// Broken, for the checkers' tests only, breaks the named servers on purpose
 	// (replica.Config.Broken): only servers in the harness's process carry it (the
 	// local backend's), which CarriesBroken says.

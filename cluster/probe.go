@@ -127,9 +127,35 @@ func Mode(ctx context.Context, s Server) (string, error) {
 	return "", fmt.Errorf("p%d answered srvr without a Mode line (not serving?)", s.ID)
 }
 
+// Prober is a cluster whose servers do not answer srvr (etcd): it tells each one's
+// mode itself, "leader" or "follower" once it serves, or why it cannot.
+type Prober interface {
+	Mode(ctx context.Context, id int) (string, error)
+}
+
+// modeFunc is how to ask a server its mode.
+type modeFunc func(ctx context.Context, s Server) (string, error)
+
+// modeOf asks cl's own Prober if it has one, else srvr.
+func modeOf(cl Cluster) modeFunc {
+	if p, ok := cl.(Prober); ok {
+		return func(ctx context.Context, s Server) (string, error) { return p.Mode(ctx, s.ID) }
+	}
+	return Mode
+}
+
 // WaitLeader polls the servers until exactly one says it leads and serves, and
 // returns its id. alive filters the servers to ask (nil: all).
 func WaitLeader(ctx context.Context, servers []Server, alive func(int) bool) (int, error) {
+	return waitLeader(ctx, Mode, servers, alive)
+}
+
+// WaitLeaderOf is WaitLeader on cl's live servers, asked as cl answers (Prober).
+func WaitLeaderOf(ctx context.Context, cl Cluster) (int, error) {
+	return waitLeader(ctx, modeOf(cl), cl.Servers(), cl.Alive)
+}
+
+func waitLeader(ctx context.Context, mode modeFunc, servers []Server, alive func(int) bool) (int, error) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var last error
@@ -140,12 +166,12 @@ func WaitLeader(ctx context.Context, servers []Server, alive func(int) bool) (in
 			if alive != nil && !alive(s.ID) {
 				continue
 			}
-			mode, err := Mode(ctx, s)
+			m, err := mode(ctx, s)
 			if err != nil {
 				last = err
 				continue
 			}
-			if mode == "leader" {
+			if m == "leader" {
 				leaders++
 				id = s.ID
 			}
@@ -167,6 +193,15 @@ func WaitLeader(ctx context.Context, servers []Server, alive func(int) bool) (in
 // WaitServing polls until every server (that alive accepts; nil: all) answers srvr
 // with a mode, i.e. has a leader and is in sync.
 func WaitServing(ctx context.Context, servers []Server, alive func(int) bool) error {
+	return waitServing(ctx, Mode, servers, alive)
+}
+
+// WaitServingOf is WaitServing on servers of cl, asked as cl answers (Prober).
+func WaitServingOf(ctx context.Context, cl Cluster, servers []Server, alive func(int) bool) error {
+	return waitServing(ctx, modeOf(cl), servers, alive)
+}
+
+func waitServing(ctx context.Context, mode modeFunc, servers []Server, alive func(int) bool) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -175,7 +210,7 @@ func WaitServing(ctx context.Context, servers []Server, alive func(int) bool) er
 			if alive != nil && !alive(s.ID) {
 				continue
 			}
-			if _, err := Mode(ctx, s); err != nil {
+			if _, err := mode(ctx, s); err != nil {
 				last = fmt.Errorf("p%d: %w", s.ID, err)
 				break
 			}

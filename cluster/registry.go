@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/nemesis"
@@ -76,6 +77,11 @@ type Flavor struct {
 	Oracles      []string
 	HighestFirst bool
 	Preload      bool
+	// Settings, CanWin and Rule are its own settings and election rule (backend.Flavor
+	// says each).
+	Settings func(given map[string]string, widestRTT time.Duration) (map[string]string, error)
+	CanWin   func(survivors []int, n int, logs map[int]uint64) []int
+	Rule     string
 	// Down, if set, removes what crashed harnesses left of this flavor (beyond what
 	// its backends' Down removes).
 	Down DownFunc
@@ -102,7 +108,8 @@ func RegisterFlavor(f Flavor) {
 		panic(fmt.Sprintf("cluster: RegisterFlavor(%q): a flavor needs a name other than %s and a backend to run on", f.Name, Poled))
 	}
 	backend.RegisterFlavor(backend.Flavor{Name: f.Name, On: slices.Sorted(maps.Keys(f.On)), Carries: f.Carries,
-		Oracles: f.Oracles, HighestFirst: f.HighestFirst, Preload: f.Preload, Impl: f})
+		Oracles: f.Oracles, HighestFirst: f.HighestFirst, Preload: f.Preload,
+		Settings: f.Settings, CanWin: f.CanWin, Rule: f.Rule, Impl: f})
 }
 
 // poled is the default flavor, which every backend runs itself (Backend.New): it

@@ -68,7 +68,7 @@ func (r *clusterRun) Execute(ctx context.Context, t *trial.Test, st *trial.Store
 	if err := r.waitInitialLeader(ctx, cl); err != nil {
 		return nil, err
 	}
-	w, err := workload.New(t.Workload(h.Servers, st.RecordsPath(), r.log.With("part", "workload")))
+	w, err := workload.Open(t.Spec.Flavor, t.Workload(h.Servers, st.RecordsPath(), r.log.With("part", "workload")))
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (r *clusterRun) Execute(ctx context.Context, t *trial.Test, st *trial.Store
 // load drives the workload from now while the nemesis, the link schedules and the
 // progress line go on beside it; it returns the workload's result (nil if it got
 // nowhere) and error once the load and all of them are over.
-func (r *clusterRun) load(ctx context.Context, t *trial.Test, cl cluster.Cluster, w *workload.Workload) (*workload.Result, error) {
+func (r *clusterRun) load(ctx context.Context, t *trial.Test, cl cluster.Cluster, w workload.Driver) (*workload.Result, error) {
 	schedules, _ := cl.(cluster.LinkSchedules)
 	if len(t.Plan.Schedules) == 0 {
 		schedules = nil
@@ -135,7 +135,7 @@ func (r *clusterRun) playSchedules(ctx context.Context, schedules cluster.LinkSc
 // collect fills h with what the servers, the host and the read-back have once the
 // load is over, and returns what went wrong: the workload's error werr, the
 // verification's, the AfterLoad hook's.
-func (r *clusterRun) collect(ctx context.Context, h *trial.History, cl cluster.Cluster, w *workload.Workload, wres *workload.Result, werr error) error {
+func (r *clusterRun) collect(ctx context.Context, h *trial.History, cl cluster.Cluster, w workload.Driver, wres *workload.Result, werr error) error {
 	r.nodes.collect(ctx, cl)
 	r.host.collect(ctx, cl)
 	r.traces.collect(ctx, h.Servers, cl.Alive)
@@ -151,7 +151,7 @@ func (r *clusterRun) collect(ctx context.Context, h *trial.History, cl cluster.C
 	h.Records, h.Marks, h.MarksStart = wres.Records, marks, netem.At(r.start)
 	h.RTTs = measuredRTTs(ctx, cl)
 	h.Host = r.host.result(r.start)
-	ver, verr := workload.Verify(ctx, w.VerifyConfig(), wres.Records)
+	ver, verr := w.Verify(ctx, wres.Records)
 	h.Verification = ver
 	var errs []error
 	if werr != nil {
@@ -189,9 +189,9 @@ func (r *clusterRun) waitInitialLeader(ctx context.Context, cl cluster.Cluster) 
 	want := r.o.Spec.InitialLeader
 	lctx, cancel := context.WithTimeout(ctx, r.o.LeaderTimeout)
 	defer cancel()
-	leader, err := cluster.WaitLeader(lctx, cl.Servers(), cl.Alive)
+	leader, err := cluster.WaitLeaderOf(lctx, cl)
 	if err == nil {
-		err = cluster.WaitServing(lctx, cl.Servers(), cl.Alive)
+		err = cluster.WaitServingOf(lctx, cl, cl.Servers(), cl.Alive)
 	}
 	if err != nil {
 		return fmt.Errorf("waiting for the initial leader p%d: %w", want, err)

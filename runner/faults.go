@@ -247,7 +247,7 @@ func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) err
 				state = append(state, fmt.Sprintf("p%d down", s.ID))
 				continue
 			}
-			st, err := cluster.NodeStatus(ctx, s)
+			serving, z, role, err := applied(ctx, cl, s)
 			if err != nil {
 				if ctx.Err() != nil && last != "" {
 					return fmt.Errorf("the servers did not converge within %v of the end: %s", within, last)
@@ -256,9 +256,8 @@ func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) err
 				state = append(state, fmt.Sprintf("p%d: %v", s.ID, err))
 				continue
 			}
-			z := fmt.Sprint(st.LastZxid)
-			state = append(state, fmt.Sprintf("p%d %s serving=%v zxid=%s", s.ID, st.Role, st.Serving, z))
-			if !st.Serving || zxid != "" && z != zxid {
+			state = append(state, fmt.Sprintf("p%d %s serving=%v zxid=%s", s.ID, role, serving, z))
+			if !serving || zxid != "" && z != zxid {
 				ok = false
 			}
 			zxid = z
@@ -273,6 +272,20 @@ func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) err
 		case <-tick.C:
 		}
 	}
+}
+
+// applied is whether server s serves and how far it has applied: its poled status,
+// or what its cluster says (cluster.Applier).
+func applied(ctx context.Context, cl cluster.Cluster, s cluster.Server) (serving bool, z, role string, err error) {
+	if a, ok := cl.(cluster.Applier); ok {
+		serving, z, err = a.Applied(ctx, s.ID)
+		return serving, z, "", err
+	}
+	st, err := cluster.NodeStatus(ctx, s)
+	if err != nil {
+		return false, "", "", err
+	}
+	return st.Serving, fmt.Sprint(st.LastZxid), string(st.Role), nil
 }
 
 // Kill kills id; a paused one is no longer paused (a container is unpaused first:

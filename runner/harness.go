@@ -163,7 +163,7 @@ func (r *repetitionRun) status(format string, a ...any) {
 }
 
 // progressLoop shows the load's phase, time, rate and outcomes once a second.
-func (r *clusterRun) progressLoop(ctx context.Context, w *workload.Workload) {
+func (r *clusterRun) progressLoop(ctx context.Context, w workload.Driver) {
 	if r.o.Progress == nil {
 		return
 	}
@@ -197,7 +197,7 @@ func (r *clusterRun) progressLoop(ctx context.Context, w *workload.Workload) {
 
 // observer ties the nemesis to the run: a victim's timeline is saved before it dies,
 // the workload stops using a killed server and uses a restarted one once it serves.
-func (r *clusterRun) observer(cl cluster.Cluster, w *workload.Workload, servers []cluster.Server) nemesis.Observer {
+func (r *clusterRun) observer(cl cluster.Cluster, w workload.Driver, servers []cluster.Server) nemesis.Observer {
 	byID := map[int]cluster.Server{}
 	for _, s := range servers {
 		byID[s.ID] = s
@@ -220,7 +220,7 @@ func (r *clusterRun) observer(cl cluster.Cluster, w *workload.Workload, servers 
 			case e.Kind == nemesis.Restart && e.Err == nil:
 				r.host.watchServer(cl, e.Server) // its new process
 				go func() {
-					if err := cluster.WaitServing(ctx, []cluster.Server{byID[e.Server]}, nil); err == nil {
+					if err := cluster.WaitServingOf(ctx, cl, []cluster.Server{byID[e.Server]}, nil); err == nil {
 						r.harness.add(record.Harness(time.Since(r.start), event.Serving, e.Server, nil))
 						w.ServerUp(e.Server)
 					}

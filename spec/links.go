@@ -504,6 +504,13 @@ func (s *Spec) checkBackendLinks(p string, r *LinkRule) error {
 		}{index(p+".schedule", i), st.Shape})
 	}
 	links := b.Carries.Links
+	if f, ok := backend.LookupFlavor(s.Flavor); ok && f.Carries.Links.Streams && !links.Kernel {
+		for _, e := range shapes {
+			if sh := e.sh; (sh.LossPct != nil && *sh.LossPct > 0) || sh.LossGE != nil {
+				return s.errf(e.path+".loss", "flavor %s's links on the %s backend are user space, carrying TCP streams, which lose nothing (use %s for kernel netem)", f.Name, name, kernelBackends())
+			}
+		}
+	}
 	for _, e := range shapes {
 		if err := s.checkShape(e.path, e.sh, name, links); err != nil {
 			return err

@@ -135,7 +135,7 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "seed: -1", `x.yaml:9: seed: "-1" is not a non-negative integer`},
 		{"60s", "backend: k8s", `x.yaml:9: backend: unknown backend "k8s" (known: local, netns, docker, swarm, sim)`},
 		// flavor: what ZooKeeper can run (backend.Runs, which cluster.New asks too)
-		{"60s", "flavor: etcd", `x.yaml:9: flavor: unknown flavor "etcd" (known: poled, zookeeper)`},
+		{"60s", "flavor: raft", `x.yaml:9: flavor: unknown flavor "raft" (known: poled, etcd, zookeeper)`},
 		{"60s", "flavor: zookeeper\nbackend: docker", `x.yaml:10: backend: flavor zookeeper runs on the local and netns backends, not "docker"`},
 		{"60s", "flavor: zookeeper\nbackend: swarm", `x.yaml:10: backend: flavor zookeeper runs on the local and netns backends, not "swarm"`},
 		{"60s", "flavor: zookeeper\nbackend: sim", `x.yaml:10: backend: flavor zookeeper runs on the local and netns backends, not "sim"`},

@@ -44,7 +44,10 @@ type Spec struct {
 	Seed        uint64        // (1)
 	Backend     string        // one of backend.Names(), backend.Default by default
 	Flavor      string        // one of backend.Flavors(): the replicas, backend.DefaultFlavor by default
-	Links       Links
+	// FlavorSettings are the flavor's own settings (flavor.settings: what it
+	// declares in backend.Flavor.Settings), resolved with their defaults once checked.
+	FlavorSettings map[string]string `json:",omitempty"`
+	Links          Links
 
 	// File is where the spec came from (the name given to Parse).
 	File string
@@ -113,7 +116,7 @@ var sections = []section{
 	{"faults", false, decodeFaults},
 	{"links", false, decodeLinks},
 	{"backend", false, func(d *decoder, s *Spec) field { return d.str(&s.Backend) }},
-	{"flavor", false, func(d *decoder, s *Spec) field { return d.str(&s.Flavor) }},
+	{"flavor", false, decodeFlavor},
 	{"repetitions", false, func(d *decoder, s *Spec) field { return d.integer(&s.Repetitions) }},
 	{"seed", false, func(d *decoder, s *Spec) field { return d.uint64(&s.Seed) }},
 }
@@ -284,6 +287,45 @@ func decodeOracle(d *decoder, s *Spec) field {
 			},
 			"heartbeat": d.duration(&o.Heartbeat),
 		}, "name")
+	}
+}
+
+// decodeFlavor reads flavor: a name, or {name, settings} where settings are the
+// flavor's own (what its package declares: backend.Flavor.Settings).
+func decodeFlavor(d *decoder, s *Spec) field {
+	return func(n *yaml.Node, path string) error {
+		if resolve(n).Kind == yaml.ScalarNode {
+			return d.str(&s.Flavor)(n, path)
+		}
+		return d.mapping(n, path, map[string]field{
+			"name":     d.str(&s.Flavor),
+			"settings": decodeFlavorSettings(d, s),
+		}, "name")
+	}
+}
+
+func decodeFlavorSettings(d *decoder, s *Spec) field {
+	return func(n *yaml.Node, path string) error {
+		s.FlavorSettings = map[string]string{}
+		m := resolve(n)
+		if m.Kind != yaml.MappingNode {
+			return d.errf(m, path, "expected a mapping of setting to value, got %s", kind(m))
+		}
+		d.mark(m, path)
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, v := m.Content[i], m.Content[i+1]
+			p := join(path, k.Value)
+			if _, dup := s.FlavorSettings[k.Value]; dup {
+				return d.errf(k, p, "given twice")
+			}
+			d.mark(k, p)
+			raw, err := d.scalar(v, p)
+			if err != nil {
+				return err
+			}
+			s.FlavorSettings[k.Value] = raw
+		}
+		return nil
 	}
 }
 

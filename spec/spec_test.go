@@ -138,7 +138,7 @@ func TestRates(t *testing.T) {
 }
 
 func TestShipped(t *testing.T) {
-	want := []string{"nine-dc", "rtt-schedule", "three-dc-dep1", "three-dc-dep2", "three-dc-dep3", "three-dc-recovery", "three-region",
+	want := []string{"etcd-11836", "nine-dc", "rtt-schedule", "three-dc-dep1", "three-dc-dep2", "three-dc-dep3", "three-dc-recovery", "three-region",
 		"two-dc", "two-dc-recovery", "two-dc-recovery-100mbit", "two-dc-recovery-1gbit"}
 	if got := ShippedNames(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("ShippedNames() = %v, want %v", got, want)

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -563,7 +564,42 @@ func (s *Spec) checkFlavor() error {
 			return s.errf(index("faults", i), "%s: only %s faults (%s)", fl, backend.List(plays), why(string(k)))
 		}
 	}
+	if err := s.checkFlavorSettings(f); err != nil {
+		return err
+	}
 	return s.checkBackendFaults()
+}
+
+// checkFlavorSettings checks flavor.settings against what the flavor declares
+// (backend.Flavor.Settings) and resolves them with their defaults, so that the run
+// directory's spec.resolved.json has what the servers ran.
+func (s *Spec) checkFlavorSettings(f backend.Flavor) error {
+	if f.Settings == nil {
+		if len(s.FlavorSettings) > 0 {
+			return s.errf("flavor.settings", "flavor %s has no settings of its own", f.Name)
+		}
+		return nil
+	}
+	t, err := s.Topology()
+	if err != nil {
+		return err
+	}
+	var widest float64
+	for _, a := range t.Servers() {
+		for _, b := range t.Servers() {
+			widest = max(widest, t.RTT(a, b))
+		}
+	}
+	res, err := f.Settings(s.FlavorSettings, time.Duration(widest*float64(time.Millisecond)))
+	var se *backend.SettingError
+	if errors.As(err, &se) {
+		return s.errf(join("flavor.settings", se.Key), "flavor %s: %s", f.Name, se.Msg)
+	}
+	if err != nil {
+		return s.errf("flavor.settings", "flavor %s: %v", f.Name, err)
+	}
+	s.FlavorSettings = res
+	return nil
 }
 
 // checkBackendFaults refuses a fault the spec's backend does not play, as it declares.

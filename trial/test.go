@@ -62,7 +62,7 @@ func (t *Test) Cluster(dataRoot, label string, log *slog.Logger, warmUp time.Dur
 	return cluster.Options{
 		Topology: t.Topology, Oracle: sp.Oracle, InitialLeader: sp.InitialLeader, Plan: t.Plan,
 		DataRoot: dataRoot, PreloadMB: sp.PreloadMB, InitLimit: sp.InitLimitFor(t.Plan), Label: label, Logger: log, Flavor: sp.Flavor,
-		Trace: true, Nodes: sp.Nodes(), WarmUp: warmUp,
+		Trace: true, Nodes: sp.Nodes(), WarmUp: warmUp, FlavorSettings: sp.FlavorSettings,
 	}
 }
 

@@ -755,3 +755,67 @@ func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 type zkLogger struct{ log *slog.Logger }
 
 func (l zkLogger) Printf(format string, a ...any) { l.log.Debug("zk: " + fmt.Sprintf(format, a...)) }
+
+// Driver is a run of the workload through one flavor's client protocol: what the
+// harness drives. *Workload is the ZooKeeper protocol's (poled and ZooKeeper); a flavor
+// with another protocol registers its own (RegisterDriver). ServerDown, ServerUp and
+// Progress may be called from any goroutine while RunFrom runs.
+type Driver interface {
+	Prepare(ctx context.Context) error
+	RunFrom(ctx context.Context, start time.Time) (*Result, error)
+	Progress() (ok, failed, unknown int64)
+	ServerDown(id int) error
+	ServerUp(id int) error
+	// Verify reads every key back from the servers not marked down and judges recs.
+	Verify(ctx context.Context, recs []Record) (*Verification, error)
+	Close()
+}
+
+var _ Driver = (*Workload)(nil)
+
+// Verify is Verify with this run's read-back settings (VerifyConfig).
+func (w *Workload) Verify(ctx context.Context, recs []Record) (*Verification, error) {
+	return Verify(ctx, w.VerifyConfig(), recs)
+}
+
+var drivers struct {
+	sync.Mutex
+	open map[string]func(Config) (Driver, error)
+}
+
+// RegisterDriver makes Open use open for flavor, from the init of the flavor's
+// package. It panics on a flavor registered twice.
+func RegisterDriver(flavor string, open func(Config) (Driver, error)) {
+	drivers.Lock()
+	defer drivers.Unlock()
+	if _, dup := drivers.open[flavor]; dup {
+		panic(fmt.Sprintf("workload: driver of flavor %q registered twice", flavor))
+	}
+	if drivers.open == nil {
+		drivers.open = map[string]func(Config) (Driver, error){}
+	}
+	drivers.open[flavor] = open
+}
+
+// Open builds the workload for flavor's servers: its registered driver, else the
+// ZooKeeper protocol's (New).
+func Open(flavor string, cfg Config) (Driver, error) {
+	drivers.Lock()
+	open := drivers.open[flavor]
+	drivers.Unlock()
+	if open != nil {
+		return open(cfg)
+	}
+	w, err := New(cfg)
+	if err != nil {
+		return nil, err // not a nil *Workload in a non-nil Driver
+	}
+	return w, nil
+}
+
+// Resolved is cfg with its defaults filled in, checked: what a driver of another
+// protocol starts from, so that every driver runs the same defaults.
+func (cfg Config) Resolved() (Config, error) {
+	cfg.setDefaults()
+	return cfg, cfg.validate()
+}

@@ -7,6 +7,7 @@ package all
 
 import (
 	_ "github.com/polebench/polebench/cluster/docker"
+	_ "github.com/polebench/polebench/cluster/etcd"
 	_ "github.com/polebench/polebench/cluster/local"
 	_ "github.com/polebench/polebench/cluster/netns"
 	_ "github.com/polebench/polebench/cluster/swarm"

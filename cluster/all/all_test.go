@@ -47,7 +47,7 @@ func TestNewRefuses(t *testing.T) {
 		{backend.Sim, cluster.ZooKeeper, `flavor zookeeper does not run on backend "sim"`},
 		{backend.Sim, cluster.Poled, `backend "sim" simulates a run`},
 		{"k8s", cluster.Poled, `unknown backend "k8s" (known: [local netns docker swarm sim])`},
-		{backend.Local, "etcd", `unknown flavor "etcd" (known: poled, zookeeper)`},
+		{backend.Local, "raft", `unknown flavor "raft" (known: poled, etcd, zookeeper)`},
 	} {
 		cl, err := cluster.New(context.Background(), tc.backend, cluster.Options{Flavor: tc.flavor})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

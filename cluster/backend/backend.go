@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/polebench/polebench/nemesis"
 )
@@ -72,6 +73,10 @@ type Links struct {
 	Schedules bool
 	// RateLoss: a rate limit and random loss per link.
 	RateLoss bool
+	// Streams (a flavor's): its servers' connections go through the backend's links
+	// as TCP streams (delaying proxies), which lose nothing where those links are
+	// user space.
+	Streams bool
 }
 
 // Backend is a backend's entry.
@@ -100,9 +105,25 @@ type Flavor struct {
 	HighestFirst bool
 	// Preload: it can preload state before a run (preload_mb).
 	Preload bool
+	// Settings, if set, resolves the spec's flavor.settings: the given ones checked,
+	// the missing ones defaulted from widestRTT (the spec's widest RTT between two
+	// servers). A bad one is a *SettingError naming it. Nil: it has none.
+	Settings func(given map[string]string, widestRTT time.Duration) (map[string]string, error)
+	// CanWin, if set, is its own election's rule: which of the survivors (of n
+	// servers) may be elected, given what is known of their logs (by server; missing:
+	// as up to date as any). Rule says it in a line.
+	CanWin func(survivors []int, n int, logs map[int]uint64) []int
+	Rule   string
 	// Impl is what starts it on each backend, for package cluster (its Flavor).
 	Impl any
 }
+
+// SettingError is a flavor setting out of range or unknown.
+type SettingError struct {
+	Key, Msg string
+}
+
+func (e *SettingError) Error() string { return e.Key + ": " + e.Msg }
 
 var registry struct {
 	sync.Mutex

@@ -233,6 +233,24 @@ func (c *checker) shrink(ctx context.Context, failed checkRun, line *progress.Li
 	return best
 }
 
+// carried is the schedule with only the kinds the spec's flavor plays, as it declares
+// them (backend.Carries.Faults): a kill that also loses unsynced writes or tears the
+// log's tail is a plain kill where the flavor plays kills only.
+func carried(c backend.Carries, faults []nemesis.Fault) []nemesis.Fault {
+	var out []nemesis.Fault
+	for _, fl := range faults {
+		switch {
+		case c.Plays(fl.Kind):
+		case (fl.Kind == nemesis.LoseUnsynced || fl.Kind == nemesis.TornTail) && c.Plays(nemesis.Kill):
+			fl.Kind = nemesis.Kill
+		default:
+			continue
+		}
+		out = append(out, fl)
+	}
+	return out
+}
+
 func runCheck(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("check", checkArgs+" [--out DIR] [--faults FILE] [overrides]", checkSummary, stderr)
 	seeds := fs.Int("seeds", 20, "how many seeds to run, one short run each")
@@ -293,6 +311,9 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 			return fixed
 		}
 		fs, _ := sim.Schedule(*cf.schedule, topo, seed, sp.Duration) // its name checked above
+		if f, ok := backend.LookupFlavor(sp.Flavor); ok {
+			return carried(f.Carries, fs)
+		}
 		return fs
 	}
 	broken, err := cf.brokenServers()

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/progress"
@@ -372,5 +373,23 @@ func TestUnplayed(t *testing.T) {
 	}
 	if err := unplayed(dir, kill); err == nil || !strings.Contains(err.Error(), "restart p3: start p3: admin port") {
 		t.Errorf("a failed restart: %v", err)
+	}
+}
+
+// A flavor that declares its fault kinds gets only those in its random schedules: a
+// kill that loses unsynced writes becomes a plain kill, partitions and their heals go.
+func TestCheckCarried(t *testing.T) {
+	in := []nemesis.Fault{{Kind: nemesis.LoseUnsynced, Server: 1}, {Kind: nemesis.Restart, Server: 1},
+		{Kind: nemesis.Partition}, {Kind: nemesis.Heal}, {Kind: nemesis.Pause, Server: 2}, {Kind: nemesis.Resume, Server: 2}, {Kind: nemesis.SlowDisk}}
+	c := backend.Carries{Faults: []nemesis.Kind{nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume}}
+	var kinds []nemesis.Kind
+	for _, f := range carried(c, in) {
+		kinds = append(kinds, f.Kind)
+	}
+	if want := []nemesis.Kind{nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume}; !slices.Equal(kinds, want) {
+		t.Errorf("carried kinds %v, want %v", kinds, want)
+	}
+	if got := carried(backend.Carries{Faults: nemesis.Kinds()}, in); len(got) != len(in) {
+		t.Errorf("carried(poled) kept %d of %d", len(got), len(in))
 	}
 }

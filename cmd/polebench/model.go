@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/polebench/polebench/cluster/backend"
 	"io"
 	"math"
 	"sort"
@@ -37,7 +38,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *asJSON {
-		return writeModelJSON(stdout, p, jt)
+		return writeModelJSON(stdout, spec, p, jt)
 	}
 	var buf bytes.Buffer
 	if err := writeModelTable(&buf, spec, p); err != nil {
@@ -78,6 +79,9 @@ type jsonModel struct {
 	Elected map[string]int   `json:"elected"`
 	Ties    map[string][]int `json:"ties"`
 	Before  jsonServer       `json:"before"`
+	// FlavorCanWin: the servers the spec's flavor's own election may elect, if it
+	// declares its rule (backend.Flavor.CanWin).
+	FlavorCanWin []int `json:"flavor_can_win,omitempty"`
 	// Jitter (with --jitter-aware): the jitter-aware latencies, before the crash and per
 	// candidate after it.
 	Jitter *jsonJitter `json:"jitter,omitempty"`
@@ -117,8 +121,11 @@ func toJSON(c model.Candidate) jsonServer {
 	}
 }
 
-func writeModelJSON(w io.Writer, p *model.Prediction, jt *jitterModel) error {
+func writeModelJSON(w io.Writer, s *spec.Spec, p *model.Prediction, jt *jitterModel) error {
 	out := jsonModel{Elected: map[string]int{}, Ties: map[string][]int{}, Before: toJSON(p.Before)}
+	if _, set := flavorCanWin(s, p); set != nil {
+		out.FlavorCanWin = set
+	}
 	if jt != nil {
 		out.Jitter = &jsonJitter{Before: toJSONLeading(jt.before.Leading(p.Before.ID))}
 		for _, c := range p.After.Candidates {
@@ -192,8 +199,45 @@ func writeModelTable(w io.Writer, s *spec.Spec, p *model.Prediction) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "  (* the spec's oracle)\n")
-	return err
+	if _, err := fmt.Fprintf(w, "  (* the spec's oracle)\n"); err != nil {
+		return err
+	}
+	return flavorTable(w, s, p)
+}
+
+// flavorCanWin is the spec's flavor's own election rule and whom it may elect after
+// the crash (every survivor, the spec's zxids as their logs); nil if the flavor
+// declares no rule.
+func flavorCanWin(s *spec.Spec, p *model.Prediction) (backend.Flavor, []int) {
+	f, ok := backend.LookupFlavor(s.Flavor)
+	if !ok || f.CanWin == nil {
+		return f, nil
+	}
+	var survivors []int
+	for _, c := range p.After.Candidates {
+		survivors = append(survivors, c.ID)
+	}
+	logs := map[int]uint64{}
+	for id, z := range s.Zxids {
+		logs[id] = z
+	}
+	return f, f.CanWin(survivors, p.After.Topo.N(), logs)
+}
+
+// flavorTable is what the flavor's own election may do after the crash: each server
+// it may elect with its predicted latency, the runs' winners a distribution over them.
+func flavorTable(w io.Writer, s *spec.Spec, p *model.Prediction) error {
+	f, set := flavorCanWin(s, p)
+	if f.CanWin == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\nElected after the crash by flavor %s (%s): %d can win\n", f.Name, f.Rule, len(set))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, id := range set {
+		c, _ := p.After.Candidate(id)
+		fmt.Fprintf(tw, "  %s\t%s\tmean %.2f\tworst %.2f\n", topology.Name(id), c.DC, c.Mean, c.Worst)
+	}
+	return tw.Flush()
 }
 
 func candidateTable(w io.Writer, dcs []string, cs []model.Candidate) error {

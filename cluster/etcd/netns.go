@@ -1,0 +1,123 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"strconv"
+
+	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/internal/bridge"
+	"github.com/polebench/polebench/cluster/internal/procs"
+	"github.com/polebench/polebench/netem"
+)
+
+// Ports a member listens on in its namespace: etcd's usual ones.
+const (
+	clientPort = 2379
+	peerPort   = 2380
+)
+
+// NewNetns starts opts.Topology's servers as etcd processes, one per network
+// namespace on the netns backend's bridge (package bridge), each on etcd's usual
+// ports at its own address. The plan is applied by the kernel's netem when
+// netem.Probe passes; else by the user-space links, whose fronts listen on the host's
+// address on the bridge and tell the sender by its namespace's address.
+func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error) {
+	if err := bridge.CheckRoot(); err != nil {
+		return nil, err
+	}
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	if opts.Topology == nil || opts.Topology.N() == 0 {
+		return nil, errors.New("etcd: no topology")
+	}
+	ids := opts.Topology.Servers()
+	if len(ids) > bridge.MaxServers {
+		return nil, fmt.Errorf("netns: %d servers, at most %d", len(ids), bridge.MaxServers)
+	}
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := bridge.CheckLabel(c.label); err != nil {
+		c.Close(ctx)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Close(context.WithoutCancel(ctx)))
+		}
+	}()
+	c.mode = cluster.LinksNone
+	if len(opts.Plan.Links) > 0 {
+		if err := opts.Plan.Validate(); err != nil {
+			return nil, fmt.Errorf("netns: link plan: %w", err)
+		}
+		c.mode = cluster.LinksKernel
+		if err := netem.Probe(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			c.mode = cluster.LinksUserSpace
+			c.log.Warn("netns: kernel netem unavailable, using the user-space fallback: a delaying proxy per ordered pair of members",
+				"label", c.label, "reason", err.Error())
+		}
+	}
+	n, err := bridge.Create(c.label, ids)
+	if err != nil {
+		return nil, fmt.Errorf("netns: %w", err)
+	}
+	c.startIn = func(id int, cmd *exec.Cmd) (*procs.Proc, error) { return bridge.Start(n.NS[id], cmd) }
+	c.teardown = func() error {
+		n.Close()
+		_, err := bridge.Remove(c.label, ids)
+		return err
+	}
+	for _, id := range ids {
+		m := c.members[id]
+		a := n.Addrs[id].String()
+		m.client, m.peer = net.JoinHostPort(a, strconv.Itoa(clientPort)), net.JoinHostPort(a, strconv.Itoa(peerPort))
+		m.adv = m.peer
+	}
+	switch c.mode {
+	case cluster.LinksUserSpace:
+		for _, l := range opts.Plan.Links {
+			if l.LossPct > 0 || l.LossGE != (netem.GEModel{}) {
+				return nil, fmt.Errorf("netns: the kernel lacks sch_netem, and the user-space fallback carries TCP streams, which lose nothing: the plan's loss p%d->p%d cannot be applied", l.From, l.To)
+			}
+		}
+		if c.links, err = newLinks(c, opts.Plan, n.HostAddr().String(), senderByAddr(n.Addrs)); err != nil {
+			return nil, err
+		}
+	case cluster.LinksKernel:
+		for _, id := range ids {
+			t := netem.Target{NS: n.NS[id], Dev: bridge.Dev, Self: id, Addrs: n.Addrs}
+			if err := netem.Apply(ctx, t, opts.Plan); err != nil {
+				return nil, fmt.Errorf("netns: p%d: %w", id, err)
+			}
+		}
+	}
+	return c, c.start(ctx, opts.InitialLeader)
+}
+
+// senderByAddr tells the sender of a connection by its source address: each member
+// has its namespace's own.
+func senderByAddr(addrs map[int]netip.Addr) sender {
+	return func(conn net.Conn) int {
+		ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
+		if err != nil {
+			return 0
+		}
+		for id, a := range addrs {
+			if a == ap.Addr().Unmap() {
+				return id
+			}
+		}
+		return 0
+	}
+}
