@@ -79,7 +79,7 @@ func TestParseTarget(t *testing.T) {
 			t.Errorf("ParseTarget(%q) = %v, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"sim", "docker/zookeeper", "moon/poled", "local/etcd", ""} {
+	for _, in := range []string{"sim", "docker/zookeeper", "moon/poled", "local/raft", ""} {
 		if _, err := ParseTarget(in); err == nil {
 			t.Errorf("ParseTarget(%q): no error", in)
 		}

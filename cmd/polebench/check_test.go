@@ -200,7 +200,7 @@ func TestReplayLines(t *testing.T) {
 		{"sim check", []string{"sim", "check", "--faults", killed, "--seeds", "2", "--from", "5", "--out", "sim"}, 6, false},
 		{"sim check, spec and overrides", []string{"sim", "check", "three-dc-dep1", "--duration", "6s", "--rate=150", "--disk-latency", "2ms",
 			"--faults", killed, "--jobs", "1", "--from", "5", "--seeds=2", "--out", "sim-dep1"}, 6, false},
-		{"check", []string{"check", "--converge", "1ns", "--seeds", "1", "--from", "3", "--out", "check"}, 3, false},
+		{"check", []string{"check", "--schedule", "classic", "--converge", "1ns", "--seeds", "1", "--from", "3", "--out", "check"}, 3, false},
 		{"check, spec and overrides", []string{"check", "two-dc", "--backend", "local", "--duration", "5s", "--rate", "100",
 			"--faults", killed, "--converge=1ns", "--shrink", "--from", "5", "--seeds", "1", "--out", "check-two-dc"}, 5, true},
 	} {
