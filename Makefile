@@ -88,7 +88,10 @@ instructions: build
 ## is `go test -bench`'s (reported, never asserted). The simulator's windows, the one
 ## place goroutines share a run, go under the race detector (test-race; make -j runs it
 ## beside test-go).
-TEST_PARALLEL ?= 8
+# 4, not 8: at 8 a rehearsal's own real-cluster runs stalled the host for 2 s and one
+# window of TestThreeDCLatencyOracle had no anatomy (a test that depends on speed, left
+# open); CI's time at 4 is not measured yet.
+TEST_PARALLEL ?= 4
 FIRST_PKGS    ?= ./runner ./campaign ./cluster/netns ./cluster/docker ./cmd/polebench
 test: test-go test-race
 
