@@ -48,6 +48,8 @@ type Spec struct {
 	// declares in backend.Flavor.Settings), resolved with their defaults once checked.
 	FlavorSettings map[string]string `json:",omitempty"`
 	Links          Links
+	// Placement is the placement controller beside the cluster; nil: none.
+	Placement *Placement `json:",omitempty"`
 
 	// File is where the spec came from (the name given to Parse).
 	File string
@@ -115,6 +117,7 @@ var sections = []section{
 	{"outdate", false, decodeOutdate},
 	{"faults", false, decodeFaults},
 	{"links", false, decodeLinks},
+	{"placement", false, decodePlacement},
 	{"backend", false, func(d *decoder, s *Spec) field { return d.str(&s.Backend) }},
 	{"flavor", false, decodeFlavor},
 	{"repetitions", false, func(d *decoder, s *Spec) field { return d.integer(&s.Repetitions) }},

@@ -47,6 +47,7 @@ func init() {
 				"outdate":        "an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do",
 				"faults":         "partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do",
 				"schedules":      "its links are set once, when its servers start",
+				"placement":      "ZooKeeper has no leader transfer: no request hands leadership to a chosen server, its leader is whoever wins its own election, and the only way to move it is to stop the leader, a crash rather than a placement",
 			},
 		},
 		Oracles:      []string{score.History},
