@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,15 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/placement"
 	"github.com/polebench/polebench/placement/controller"
 	"github.com/polebench/polebench/placement/etcdsys"
+	"github.com/polebench/polebench/spec"
 )
 
-const placeArgs = "SPEC --members p1=URL,... --policy P [--priority 3,1,...] [--events FILE] [overrides]"
+const placeArgs = "(SPEC --members p1=URL,... --policy P [--priority 3,1,...] [overrides] | --job FILE) [--events FILE]"
 
 const placeSummary = "Run a placement controller beside an etcd cluster until interrupted: each round it reads the members' status and measured round trips through etcd's API, computes POLE's scores as the model does on the spec's data centers and rates, and moves the leader (etcd's MoveLeader) to the policy's choice; decisions as JSON lines"
 
@@ -32,24 +31,22 @@ func runPlace(args []string, stdout, stderr io.Writer) error {
 	maxLag := fs.Uint64("max-lag", placement.DefaultMaxLag, "how many raft entries a member may trail the leader and still be moved to")
 	interval := fs.Duration("interval", controller.DefaultInterval, "how often to observe the cluster")
 	events := fs.String("events", "", "append decisions to this file as JSON lines (default: standard output)")
-	sp, err := specArg(fs, args, overrideFlags(fs))
-	if err != nil {
+	jobFile := fs.String("job", "", "run the job a harness wrote (placement.json in a run directory: the deployment, policy and members) instead of SPEC and flags")
+	sets := overrideFlags(fs)
+	var job etcdsys.Job
+	var err error
+	if job, err = placeJob(fs, args, sets, *jobFile); err != nil {
 		return err
 	}
-	topo, err := sp.Topology()
-	if err != nil {
-		return err
-	}
-	urls, err := parseMembers(*members, topo.N())
-	if err != nil {
-		return err
-	}
-	pol := placement.Policy{Name: *policy, Margin: *margin}
-	if pol.Priority, err = parseIDs(*priority); err != nil {
-		return fmt.Errorf("--priority: %w", err)
-	}
-	if err := pol.Check(topo.N()); err != nil {
-		return err
+	if *jobFile == "" {
+		job.Policy = placement.Policy{Name: *policy, Margin: *margin}
+		if job.Policy.Priority, err = parseIDs(*priority); err != nil {
+			return fmt.Errorf("--priority: %w", err)
+		}
+		if job.Members, err = parseMembers(*members, len(job.Members)); err != nil {
+			return err
+		}
+		job.Interval, job.MaxLag = *interval, *maxLag
 	}
 	out := stdout
 	if *events != "" {
@@ -60,18 +57,33 @@ func runPlace(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	sys, err := etcdsys.New(urls)
-	if err != nil {
-		return err
-	}
-	defer sys.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	enc := json.NewEncoder(out)
-	return controller.Run(ctx, controller.Config{Topology: topo, Policy: pol, System: sys, Interval: *interval, MaxLag: *maxLag,
-		Now:    func() time.Duration { return time.Duration(netem.Now()) },
-		Report: func(d controller.Decision) { enc.Encode(d) },
-		Log:    slog.New(slog.NewTextHandler(stderr, nil))})
+	return etcdsys.Serve(ctx, job, out, slog.New(slog.NewTextHandler(stderr, nil)))
+}
+
+// placeJob is the job file's job, or one with the spec's deployment (and, in
+// Members, as many empty entries as the spec has servers, for parseMembers' count).
+func placeJob(fs *flag.FlagSet, args []string, sets *[]spec.Setting, jobFile string) (etcdsys.Job, error) {
+	if jobFile != "" {
+		pos, err := parseInterleaved(fs, args)
+		if err != nil {
+			return etcdsys.Job{}, flagError(err)
+		}
+		if len(pos) > 0 || len(*sets) > 0 {
+			return etcdsys.Job{}, fmt.Errorf("--job gives the deployment and policy: no SPEC or overrides beside it")
+		}
+		return etcdsys.ReadJob(jobFile)
+	}
+	sp, err := specArg(fs, args, sets)
+	if err != nil {
+		return etcdsys.Job{}, err
+	}
+	job := etcdsys.Job{Topology: sp.TopologyConfig(), Members: map[int]string{}}
+	for i := 1; i <= sp.N(); i++ {
+		job.Members[i] = ""
+	}
+	return job, nil
 }
 
 // parseMembers reads p<id>=URL pairs for servers 1..n, every one named once.
