@@ -73,10 +73,17 @@ type Summary struct {
 	// BehindAtCrash: for each server that proposed in the election after the crash,
 	// the acknowledged writes it lacked against the most up-to-date one.
 	BehindAtCrash map[int]Behind `json:"behind_at_crash,omitempty"`
-	Warnings      []string       `json:"warnings,omitempty"`
-	Windows       struct {
+	// PlacedLeader is whom a placement controller placed the leader on after the
+	// crash; TransferMS its move to that leader's first commit (null: it kept Raft's
+	// winner), PlacedServingMS the crash to that commit (the election and the transfer).
+	PlacedLeader    int      `json:"placed_leader,omitempty"`
+	TransferMS      *float64 `json:"transfer_ms,omitempty"`
+	PlacedServingMS *float64 `json:"placed_serving_ms,omitempty"`
+	Warnings        []string `json:"warnings,omitempty"`
+	Windows         struct {
 		Before *Span `json:"before,omitempty"`
 		After  *Span `json:"after,omitempty"`
+		Placed *Span `json:"placed,omitempty"`
 	} `json:"windows"`
 	// LatencyMS holds, per window name and DC (and All), the measured latency stats.
 	LatencyMS              map[string]map[string]LatencyStats `json:"latency_ms"`
@@ -156,6 +163,7 @@ func Summarize(in Input) (*Summary, error) {
 	for _, l := range e.InitLimits {
 		s.Warnings = append(s.Warnings, "a recovery ran out of patience "+l)
 	}
+	s.placement(e)
 	if e.Leadings > 1 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("p%d went LEADING %d times between the crash and its first commit: recovery counts from the last", e.NewLeader, e.Leadings))
 	}
@@ -167,15 +175,24 @@ func Summarize(in Input) (*Summary, error) {
 	}
 	for _, w := range windows {
 		span := &Span{From: w.From.Seconds(), To: w.To.Seconds()}
-		if w.Name == "before" {
+		switch w.Name {
+		case "before":
 			s.Windows.Before = span
-		} else {
+		case "placed":
+			s.Windows.Placed = span
+		default:
 			s.Windows.After = span
 		}
 		lat := Latencies(in.Records, w)
 		for dc, model := range in.Model[w.Name] {
 			st, ok := lat[dc]
 			if !ok {
+				// The window under Raft's winner before a placement move can be
+				// too short for a DC's requests; any other is a bug.
+				if w.Name == "after" && e.Placed.Moved > 0 {
+					s.Warnings = append(s.Warnings, fmt.Sprintf("no request from %s in the after window (%v to %v, until the placement move): the model's %.1f ms has nothing beside it", dc, w.From, w.To, model))
+					continue
+				}
 				return nil, fmt.Errorf("analysis: model prediction for DC %q in window %s, which has no requests there", dc, w.Name)
 			}
 			st.ModelMS = ptr(model)
@@ -223,6 +240,23 @@ func Summarize(in Input) (*Summary, error) {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// placement reports what the placement controller did: whom it placed, the
+// transfer and the crash to the placed leader serving, and its stops.
+func (s *Summary) placement(e Events) {
+	p := e.Placed
+	s.Warnings = append(s.Warnings, p.Stops...)
+	if p.Leader == 0 {
+		return
+	}
+	s.PlacedLeader = p.Leader
+	if p.Moved > 0 && p.Commit > 0 {
+		s.TransferMS = ptr(ms(p.Commit - p.Moved))
+	}
+	if p.Commit > 0 && e.Crash > 0 {
+		s.PlacedServingMS = ptr(ms(p.Commit - e.Crash))
+	}
+}
 
 // WriteFile writes the summary as indented JSON.
 func (s *Summary) WriteFile(path string) error {

@@ -46,6 +46,7 @@ func FindEvents(tl []record.Record, base Events) Events {
 			break // the timeline is in time order
 		}
 	}
+	ev.Placed = findPlaced(tl, crash, first)
 	if first == nil {
 		return ev
 	}
@@ -121,12 +122,16 @@ func Predict(pred *model.Prediction, oracle string, rates map[string]float64, ev
 			}
 		}
 	}
-	if ev.NewLeader != 0 && crashes {
-		if c, ok := pred.After.Candidate(ev.NewLeader); ok {
-			out.MS["after"] = map[string]float64{All: c.Mean}
+	if !crashes {
+		return out
+	}
+	// Each window beside the model for the leader it had.
+	for w, id := range map[string]int{"after": ev.NewLeader, "placed": ev.Placed.Leader} {
+		if c, ok := pred.After.Candidate(id); ok && (w == "after" || ev.Placed.Moved > 0) {
+			out.MS[w] = map[string]float64{All: c.Mean}
 			for dc, v := range c.LatencyByDC {
 				if rates[dc] > 0 {
-					out.MS["after"][dc] = v
+					out.MS[w][dc] = v
 				}
 			}
 		}
