@@ -52,8 +52,9 @@ func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *
 		fmt.Fprintf(w, ", recovery %.1f ms (LEADING to first commit)", *s.RecoveryMS)
 	}
 	fmt.Fprintln(w)
+	printPlaced(w, s)
 	fmt.Fprintf(w, "%-8s %-7s %8s %8s %8s %8s %8s %7s\n", "window", "DC", "mean", "model", "p50", "p99", "max", "n")
-	for _, win := range []string{"before", "after"} {
+	for _, win := range windowNames {
 		lat := s.LatencyMS[win]
 		var dcs []string
 		for dc := range lat {
@@ -89,6 +90,28 @@ func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *
 	if len(s.Anatomy) > 0 {
 		fmt.Fprintf(w, "anatomy: %s, %s\n", filepath.Join(dir, "anatomy.png"), filepath.Join(dir, "phases.csv.gz"))
 	}
+}
+
+// windowNames are a run's windows in their order: before the crash, after the
+// election, after a placement controller moved the leader.
+var windowNames = []string{"before", "after", "placed"}
+
+// printPlaced says where a placement controller put the leader after the crash, and
+// how long the crash to that leader serving took.
+func printPlaced(w io.Writer, s *analysis.Summary) {
+	if s.PlacedLeader == 0 {
+		return
+	}
+	fmt.Fprintf(w, "placed leader p%d", s.PlacedLeader)
+	if s.PlacedServingMS != nil {
+		fmt.Fprintf(w, ": serving %.0f ms after the crash", *s.PlacedServingMS)
+	}
+	if s.TransferMS != nil {
+		fmt.Fprintf(w, " (the move to its first commit %.0f ms)", *s.TransferMS)
+	} else {
+		fmt.Fprint(w, " (Raft's winner kept)")
+	}
+	fmt.Fprintln(w)
 }
 
 // printHost gives each window's verdict: whether its numbers are the system's, or
@@ -160,7 +183,7 @@ func phaseGroups(ph map[string]float64) string {
 
 func printAggregate(w io.Writer, a *analysis.Repetitions) {
 	fmt.Fprintf(w, "\n%d repetitions (mean, Student-t 95%% interval):\n", a.N)
-	for _, win := range []string{"before", "after"} {
+	for _, win := range windowNames {
 		var dcs []string
 		for dc := range a.MeanLatencyMS[win] {
 			dcs = append(dcs, dc)
