@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,20 +32,38 @@ func runPlace(args []string, stdout, stderr io.Writer) error {
 	events := fs.String("events", "", "append decisions to this file as JSON lines (default: standard output)")
 	jobFile := fs.String("job", "", "run the job a harness wrote (placement.json in a run directory: the deployment, policy and members) instead of SPEC and flags")
 	sets := overrideFlags(fs)
-	var job etcdsys.Job
-	var err error
-	if job, err = placeJob(fs, args, sets, *jobFile); err != nil {
-		return err
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return flagError(err)
 	}
-	if *jobFile == "" {
-		job.Policy = placement.Policy{Name: *policy, Margin: *margin}
+	var job etcdsys.Job
+	if *jobFile != "" {
+		if len(pos) > 0 || len(*sets) > 0 {
+			return fmt.Errorf("--job gives the deployment and policy: no SPEC or overrides beside it")
+		}
+		if job, err = etcdsys.ReadJob(*jobFile); err != nil {
+			return err
+		}
+	} else {
+		if len(pos) != 1 {
+			fs.Usage()
+			return errUsage
+		}
+		sp, err := spec.Resolve(pos[0])
+		if err == nil {
+			sp, err = sp.With(*sets...)
+		}
+		if err != nil {
+			return err
+		}
+		job = etcdsys.Job{Topology: sp.TopologyConfig(), Interval: *interval, MaxLag: *maxLag,
+			Policy: placement.Policy{Name: *policy, Margin: *margin}}
 		if job.Policy.Priority, err = parseIDs(*priority); err != nil {
 			return fmt.Errorf("--priority: %w", err)
 		}
-		if job.Members, err = parseMembers(*members, len(job.Members)); err != nil {
+		if job.Members, err = parseMembers(*members, sp.N()); err != nil {
 			return err
 		}
-		job.Interval, job.MaxLag = *interval, *maxLag
 	}
 	out := stdout
 	if *events != "" {
@@ -60,30 +77,6 @@ func runPlace(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return etcdsys.Serve(ctx, job, out, slog.New(slog.NewTextHandler(stderr, nil)))
-}
-
-// placeJob is the job file's job, or one with the spec's deployment (and, in
-// Members, as many empty entries as the spec has servers, for parseMembers' count).
-func placeJob(fs *flag.FlagSet, args []string, sets *[]spec.Setting, jobFile string) (etcdsys.Job, error) {
-	if jobFile != "" {
-		pos, err := parseInterleaved(fs, args)
-		if err != nil {
-			return etcdsys.Job{}, flagError(err)
-		}
-		if len(pos) > 0 || len(*sets) > 0 {
-			return etcdsys.Job{}, fmt.Errorf("--job gives the deployment and policy: no SPEC or overrides beside it")
-		}
-		return etcdsys.ReadJob(jobFile)
-	}
-	sp, err := specArg(fs, args, sets)
-	if err != nil {
-		return etcdsys.Job{}, err
-	}
-	job := etcdsys.Job{Topology: sp.TopologyConfig(), Members: map[int]string{}}
-	for i := 1; i <= sp.N(); i++ {
-		job.Members[i] = ""
-	}
-	return job, nil
 }
 
 // parseMembers reads p<id>=URL pairs for servers 1..n, every one named once.
