@@ -39,12 +39,8 @@ func findPlaced(tl []record.Record, crash float64, first *record.Record) Placed 
 		if r.Kind != event.Placement || r.AtMS <= crash || r.Server == 0 || r.Error != "" {
 			continue
 		}
-		var d struct {
-			Move bool `json:"move"`
-		}
-		json.Unmarshal(r.Placement, &d)
 		switch {
-		case d.Move:
+		case moved(&tl[i]):
 			p.Leader, p.Moved = r.Server, r.At()
 			p.Commit = commitAfter(tl[i:], r.Server)
 		case r.Server == first.Server && r.Leader == first.Server:
@@ -69,6 +65,34 @@ func firstOf(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// leadingBeforeMove is the last LEADING before a placement controller's first move
+// after the crash, if that move came before before (the first commit after the crash).
+func leadingBeforeMove(tl []record.Record, crash, before float64) *record.Record {
+	var l *record.Record
+	for i := range tl {
+		r := &tl[i]
+		switch {
+		case r.AtMS <= crash:
+		case r.AtMS >= before:
+			return nil
+		case r.Source == record.SourceNode && r.Kind == event.Leading:
+			l = r
+		case r.Kind == event.Placement && moved(r):
+			return l
+		}
+	}
+	return nil
+}
+
+// moved says whether a PLACEMENT record is a move the controller made.
+func moved(r *record.Record) bool {
+	var d struct {
+		Move bool `json:"move"`
+	}
+	json.Unmarshal(r.Placement, &d)
+	return d.Move && r.Error == ""
 }
 
 // commitAfter is server's first FIRST_COMMIT in tl (0: none).

@@ -207,7 +207,11 @@ func Summarize(in Input) (*Summary, error) {
 		}
 	}
 	for name := range in.Model {
-		if _, ok := s.LatencyMS[name]; !ok {
+		_, ok := s.LatencyMS[name]
+		switch {
+		case !ok && name == "after" && e.Placed.Moved > 0:
+			s.Warnings = append(s.Warnings, fmt.Sprintf("no \"after\" window: the placement controller moved Raft's winner p%d before it served", e.NewLeader))
+		case !ok:
 			// A run too short to settle after the election has no "after" window.
 			s.Warnings = append(s.Warnings, fmt.Sprintf("no %q window measured (the run ends before it settles): the model's prediction for it has nothing to sit beside", name))
 		}

@@ -50,11 +50,17 @@ func FindEvents(tl []record.Record, base Events) Events {
 	if first == nil {
 		return ev
 	}
-	ev.NewLeader = first.Server
+	winner, until := first.Server, first.AtMS
 	ev.FirstCommit = first.At()
+	if l := leadingBeforeMove(tl, crash, first.AtMS); l != nil && l.Server != first.Server {
+		// The controller moved Raft's winner before it committed: the winner is the
+		// one Raft elected, and it has no first commit of its own.
+		winner, until, ev.FirstCommit = l.Server, l.AtMS, 0
+	}
+	ev.NewLeader = winner
 	leading := -1.0
 	for _, r := range tl {
-		if r.Source == record.SourceNode && r.Server == first.Server && r.Kind == event.Leading && r.AtMS > crash && r.AtMS <= first.AtMS {
+		if r.Source == record.SourceNode && r.Server == winner && r.Kind == event.Leading && r.AtMS > crash && r.AtMS <= until {
 			leading = r.AtMS
 			ev.Leading = r.At()
 			ev.Leadings++
