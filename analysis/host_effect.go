@@ -273,29 +273,27 @@ func waitEffects(h *HostInput, w Window, all []delayed) []HostEffect {
 	return out
 }
 
-// Moved says, for each statistic, the effect nearest its limit: what the verdict rests
-// on, for a line beside it ("mean 0.31 ms (D2 of 1.40) · p99 1.2 ms (D2 of 4.7) ...").
+// Moved says, for each statistic, the effect nearest its limit, and the waiting server
+// nearest it: what the verdict rests on, for a line beside it ("mean 0.31 ms (D2 of
+// 1.40), p99 1.20 ms (D2 of 4.70), ...").
 func (hw *HostWindow) Moved() string {
 	var parts []string
-	for _, stat := range []string{StatMean, StatP99, StatP999, StatSendLag} {
+	for _, stat := range []string{StatMean, StatP99, StatP999, StatSendLag, ""} {
 		var top *HostEffect
 		for i, e := range hw.Effects {
-			if e.Stat == stat && (top == nil || e.MS/e.LimitMS > top.MS/top.LimitMS) {
+			if (stat == "" && e.Process != "" || stat != "" && e.Process == "" && e.Stat == stat) && (top == nil || e.MS/e.LimitMS > top.MS/top.LimitMS) {
 				top = &hw.Effects[i]
 			}
 		}
-		if top == nil {
-			continue
-		}
-		where := top.DC
-		if top.Process != "" {
-			where = top.Process + " waiting"
-		}
-		if stat == StatSendLag {
+		switch {
+		case top == nil:
+		case stat == StatSendLag:
 			parts = append(parts, fmt.Sprintf("send lag p99 %.2f ms of %.2f", top.MS, top.OfMS))
-			continue
+		case stat == "":
+			parts = append(parts, fmt.Sprintf("%s's run-queue wait %.2f ms per write (of %s's mean %.2f)", top.Process, top.MS, top.DC, top.OfMS))
+		default:
+			parts = append(parts, fmt.Sprintf("%s %.2f ms (%s of %.2f)", stat, top.MS, top.DC, top.OfMS))
 		}
-		parts = append(parts, fmt.Sprintf("%s %.2f ms (%s of %.2f)", stat, top.MS, where, top.OfMS))
 	}
 	return strings.Join(parts, ", ")
 }
