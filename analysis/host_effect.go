@@ -15,9 +15,11 @@ import (
 // The verdict on a window judges what the host did to the numbers the run reports:
 // how far its stalls moved each DC's mean, p99 and p999 and the send lag's p99, and
 // how much a server without a meter of its own (ZooKeeper's JVMs) waited for a CPU per
-// request. A figure moved is an amount in ms, whatever the window's length: one 6 ms
-// stall moves a mean by what it took from the writes it held, over all of them. The
-// limits are docs/host.md's, with the runs they come from.
+// request. A figure moved is an amount in ms against a limit in ms: a stall moves a
+// percentile by its length at most, and a mean by what it took from the writes it
+// held over all of them, so one short stall tips no window, short or long, as the
+// share of requests it overlapped did. The limits are docs/host.md's, with the runs
+// they come from.
 
 // HostLimit is how far the host may move a statistic: the larger of MS and Pct % of
 // the statistic as measured.
@@ -67,15 +69,22 @@ type HostEffect struct {
 // Over says whether the effect is past its limit.
 func (e HostEffect) Over() bool { return e.MS > e.LimitMS }
 
-// tail says whether the effect is on a tail (degraded past its limit), not a mean.
-func (e HostEffect) tail() bool { return e.Stat != StatMean }
+// judged is the verdict past the effect's limit, and the limit: a mean moved is
+// untrusted, a tail or the send lag degraded.
+func (e HostEffect) judged() (string, HostLimit) {
+	switch e.Stat {
+	case StatMean:
+		return Untrusted, MeanLimit
+	case StatSendLag:
+		return Degraded, SendLagLimit
+	}
+	return Degraded, TailLimit
+}
 
 func (e HostEffect) String() string {
-	what := e.Stat
+	what := fmt.Sprintf("%s's %s", e.DC, e.Stat)
 	if e.Stat == StatSendLag {
 		what = "the send lag's p99"
-	} else {
-		what = fmt.Sprintf("%s's %s", e.DC, e.Stat)
 	}
 	if e.Process != "" {
 		return fmt.Sprintf("%s waited %.2f ms for a CPU per write, up to that much of %s of %.2f ms", e.Process, e.MS, what, e.OfMS)
@@ -93,13 +102,7 @@ func HostVerdict(h *HostInput, w Window, recs []workload.Record, paths []Path, p
 	hw.Verdict = Trusted
 	for _, over := range overLimits(hw.Effects) {
 		e := over[0]
-		v, limit := Untrusted, MeanLimit
-		switch {
-		case e.Stat == StatSendLag:
-			v, limit = Degraded, SendLagLimit
-		case e.tail():
-			v, limit = Degraded, TailLimit
-		}
+		v, limit := e.judged()
 		also := ""
 		if len(over) > 1 {
 			var dcs []string
