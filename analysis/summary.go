@@ -190,7 +190,7 @@ func Summarize(in Input) (*Summary, error) {
 			if s.Host == nil {
 				s.Host = map[string]*HostWindow{}
 			}
-			s.Host[w.Name] = HostVerdict(in.Host, w, in.Records)
+			s.Host[w.Name] = HostVerdict(in.Host, w, in.Records, in.Paths, in.PathModel)
 		}
 	}
 	for name := range in.Model {
