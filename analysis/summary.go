@@ -39,6 +39,8 @@ type Input struct {
 	// Host, if measured (real backends), is what the host did: each window gets its
 	// verdict from it (HostVerdict).
 	Host *HostInput
+	// RTT is how far the servers' RTT measurements landed from the plan (CheckRTTs).
+	RTT *RTTCheck
 }
 
 // Span is a window in seconds from the run's start.
@@ -101,6 +103,8 @@ type Summary struct {
 	// Host holds, per window, what the host did and the verdict on the window's
 	// numbers (real backends; the simulator has no host).
 	Host map[string]*HostWindow `json:"host,omitempty"`
+	// RTT is how far the servers' RTT measurements landed from the links' plan.
+	RTT *RTTCheck `json:"rtt,omitempty"`
 }
 
 // Behind is how far a server was behind the most up-to-date one at the election.
@@ -147,7 +151,7 @@ func Summarize(in Input) (*Summary, error) {
 		return nil, err
 	}
 	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader, ModelNote: in.ModelNote, ElectionZxids: e.ElectionZxids,
-		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites}
+		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites, RTT: in.RTT}
 	if e.Crash > 0 && e.Elected > 0 {
 		s.ElectionMS = ptr(ms(e.Elected - e.Crash))
 	}
@@ -203,7 +207,7 @@ func Summarize(in Input) (*Summary, error) {
 			if s.Host == nil {
 				s.Host = map[string]*HostWindow{}
 			}
-			s.Host[w.Name] = HostVerdict(in.Host, w, in.Records)
+			s.Host[w.Name] = HostVerdict(in.Host, w, in.Records, in.Paths, in.PathModel)
 		}
 	}
 	for name := range in.Model {

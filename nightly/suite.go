@@ -426,6 +426,17 @@ func (p parser) goal(e Entry, n *yaml.Node, path string) (benchdata.Goal, error)
 			g.ThroughputRatioMin = &x
 			return nil
 		},
+		"rtt_error_pct_max": func(v *yaml.Node, fp string) error {
+			x, err := num(v, fp)
+			if err != nil {
+				return err
+			}
+			if x <= 0 {
+				return p.errf(v, fp, "%g: a percentage above 0", x)
+			}
+			g.RTTErrorPctMax = &x
+			return nil
+		},
 		"no_trend": func(v *yaml.Node, fp string) error {
 			b, err := strconv.ParseBool(v.Value)
 			if v.Kind != yaml.ScalarNode || err != nil || v.Tag != "!!bool" {

@@ -129,8 +129,12 @@ func printHost(w io.Writer, s *analysis.Summary) {
 		if h.CPUSomePct != nil {
 			busy += fmt.Sprintf(", %.0f %% pressure", *h.CPUSomePct)
 		}
-		fmt.Fprintf(w, "host %-8s %s: %.2f %% of requests overlapped a stall of %g ms+ of %s (stalls: %d over 1 ms, %d over %g ms, longest %.1f ms)%s\n",
-			win, strings.ToUpper(h.Verdict), h.StalledPct, analysis.StallMS, strings.Join(h.Processes, ", "), h.Stalls, h.LongStalls, analysis.StallMS, h.StallMaxMS, busy)
+		moved := "nothing measured"
+		if m := h.Moved(); m != "" {
+			moved = m
+		}
+		fmt.Fprintf(w, "host %-8s %s: the host moved %s; stalls of %s: %d over 1 ms, %d over %g ms, longest %.1f ms, %.2f %% of requests overlapped one of %g ms+%s\n",
+			win, strings.ToUpper(h.Verdict), moved, strings.Join(h.Processes, ", "), h.Stalls, h.LongStalls, analysis.StallMS, h.StallMaxMS, h.StalledPct, analysis.StallMS, busy)
 		for _, r := range h.Reasons {
 			fmt.Fprintf(w, "  %s\n", r)
 		}
