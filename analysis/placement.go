@@ -40,7 +40,7 @@ func findPlaced(tl []record.Record, crash float64, first *record.Record) Placed 
 			continue
 		}
 		switch {
-		case moved(&tl[i]):
+		case placementMoved(&tl[i]):
 			p.Leader, p.Moved = r.Server, r.At()
 			p.Commit = commitAfter(tl[i:], r.Server)
 		case r.Server == first.Server && r.Leader == first.Server:
@@ -79,15 +79,15 @@ func leadingBeforeMove(tl []record.Record, crash, before float64) *record.Record
 			return nil
 		case r.Source == record.SourceNode && r.Kind == event.Leading:
 			l = r
-		case r.Kind == event.Placement && moved(r):
+		case r.Kind == event.Placement && placementMoved(r):
 			return l
 		}
 	}
 	return nil
 }
 
-// moved says whether a PLACEMENT record is a move the controller made.
-func moved(r *record.Record) bool {
+// placementMoved says whether a PLACEMENT record is a move the controller made.
+func placementMoved(r *record.Record) bool {
 	var d struct {
 		Move bool `json:"move"`
 	}
