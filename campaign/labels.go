@@ -22,7 +22,7 @@ var statWords = map[string]string{"mean": "mean", "p50": "median", "p99": "99th 
 	"count": "count of", "failed": "failed", "unknown": "unknown-outcome"}
 
 var windowWords = map[string]string{"before": "before the crash", "after": "after the crash",
-	"placed": "after placement", "final": "under the leader after the crash (placed, or Raft's)"}
+	"placed": "after placement", "final": "under the last leader"}
 
 // dcWords names a DC key: "all data centers" for all.
 func dcWords(dc string) string {
