@@ -181,7 +181,7 @@ func pathDelays(h *HostInput, w Window, paths []Path, pm model.PathModel) map[st
 		d := delayed{an.pp.latency, an.pp.stall}
 		out[p.DC], out[All] = append(out[p.DC], d), append(out[All], d)
 	}
-	return out
+	return sortDelays(out)
 }
 
 // recordDelays are w's acknowledged writes per DC (All included), each with the time
@@ -197,7 +197,17 @@ func recordDelays(h *HostInput, w Window, recs []workload.Record) map[string][]d
 		d := delayed{ms(r.Latency()), ms(overlap(host.on(r.Server), r.Intended, r.Done))}
 		out[r.DC], out[All] = append(out[r.DC], d), append(out[All], d)
 	}
-	return out
+	return sortDelays(out)
+}
+
+// sortDelays orders each DC's delays, so that their sums do not depend on the order
+// the records came in (a run's live records and its stored ones differ in it, and
+// the summary analyze writes again must be the run's, to the last digit).
+func sortDelays(byDC map[string][]delayed) map[string][]delayed {
+	for _, ds := range byDC {
+		slices.SortFunc(ds, func(a, b delayed) int { return cmp.Or(cmp.Compare(a.lat, b.lat), cmp.Compare(a.host, b.host)) })
+	}
+	return byDC
 }
 
 // moved is how far the host moved a DC's mean and, with enough writes for them to be
