@@ -387,6 +387,20 @@ func (p parser) goal(e Entry, n *yaml.Node, path string) (benchdata.Goal, error)
 		}
 		return f, nil
 	}
+	// positive sets *dst to a number above 0 (what names what it is, in the error).
+	positive := func(dst **float64, what string) func(*yaml.Node, string) error {
+		return func(v *yaml.Node, fp string) error {
+			x, err := num(v, fp)
+			if err != nil {
+				return err
+			}
+			if x <= 0 {
+				return p.errf(v, fp, "%g: %s above 0", x, what)
+			}
+			*dst = &x
+			return nil
+		}
+	}
 	fields := map[string]func(*yaml.Node, string) error{
 		// A number X is [-X, +X]; a mapping gives min and max.
 		"measured_minus_model_ms": func(v *yaml.Node, fp string) error {
@@ -415,28 +429,8 @@ func (p parser) goal(e Entry, n *yaml.Node, path string) (benchdata.Goal, error)
 			g.MeasuredMinusModelMS = &r
 			return nil
 		},
-		"throughput_ratio_min": func(v *yaml.Node, fp string) error {
-			x, err := num(v, fp)
-			if err != nil {
-				return err
-			}
-			if x <= 0 {
-				return p.errf(v, fp, "%g: a ratio above 0", x)
-			}
-			g.ThroughputRatioMin = &x
-			return nil
-		},
-		"rtt_error_pct_max": func(v *yaml.Node, fp string) error {
-			x, err := num(v, fp)
-			if err != nil {
-				return err
-			}
-			if x <= 0 {
-				return p.errf(v, fp, "%g: a percentage above 0", x)
-			}
-			g.RTTErrorPctMax = &x
-			return nil
-		},
+		"throughput_ratio_min": positive(&g.ThroughputRatioMin, "a ratio"),
+		"rtt_error_pct_max":    positive(&g.RTTErrorPctMax, "a percentage"),
 		"no_trend": func(v *yaml.Node, fp string) error {
 			b, err := strconv.ParseBool(v.Value)
 			if v.Kind != yaml.ScalarNode || err != nil || v.Tag != "!!bool" {
