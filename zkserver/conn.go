@@ -42,6 +42,7 @@ type conn struct {
 
 	pmu      sync.Mutex
 	auth     []datatree.ID // who the client is: its ip, the digests it added; replaced, never changed in place
+	sasl     *digestMD5    // its SASL exchange, once begun (the processor's alone)
 	items    []*item       // requests in arrival order, not completed yet
 	barriers int           // barrier items (reads and the like) in items
 	slots    chan struct{} // one per item in flight: bounds the pipeline
@@ -390,8 +391,10 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 	case zkproto.OpAuth:
 		r := req.(*zkproto.AuthPacket)
 		return nil, func() bool { return c.addAuth(h.Xid, r) }
-	case zkproto.OpReconfig,
-		zkproto.OpSASL:
+	case zkproto.OpSASL:
+		r := req.(*zkproto.SASLPacket)
+		return nil, func() bool { return c.saslStep(h.Xid, r.Token) }
+	case zkproto.OpReconfig:
 		return code(zkproto.CodeUnimplemented)
 	}
 	// An op ZooKeeper does not know either: it answers unimplemented and hangs up.
@@ -410,6 +413,13 @@ func (c *conn) addAuth(xid int32, r *zkproto.AuthPacket) bool {
 		c.reply(zkproto.ReplyHeader{Xid: xid, Err: zkproto.CodeAuthFailed}, nil)
 		return false
 	}
+	c.addIDs(ids...)
+	c.reply(zkproto.ReplyHeader{Xid: xid}, nil)
+	return true
+}
+
+// addIDs adds identities the connection has proven.
+func (c *conn) addIDs(ids ...datatree.ID) {
 	c.pmu.Lock()
 	auth := slices.Clone(c.auth)
 	for _, id := range ids {
@@ -419,7 +429,24 @@ func (c *conn) addAuth(xid int32, r *zkproto.AuthPacket) bool {
 	}
 	c.auth = auth
 	c.pmu.Unlock()
-	c.reply(zkproto.ReplyHeader{Xid: xid}, nil)
+}
+
+// saslStep answers one SASL token. A failed exchange gets AuthFailed and the
+// connection closes, as ZooKeeper does (its session stays, to expire).
+func (c *conn) saslStep(xid int32, token []byte) bool {
+	if c.sasl == nil {
+		c.sasl = &digestMD5{users: c.srv.cfg.SASLUsers}
+	}
+	reply, user, err := c.sasl.next(token)
+	if err != nil {
+		c.log.Warn("client failed to SASL authenticate", "err", err)
+		c.reply(zkproto.ReplyHeader{Xid: xid, Err: zkproto.CodeAuthFailed}, nil)
+		return false
+	}
+	if user != "" {
+		c.addIDs(datatree.ID{Scheme: "sasl", ID: user})
+	}
+	c.reply(zkproto.ReplyHeader{Xid: xid}, &zkproto.SASLPacket{Token: reply})
 	return true
 }
 

@@ -42,6 +42,9 @@ type Config struct {
 	FourLetterWords []string
 	// SuperDigest, "super:base64(sha1(super:password))", is the digest user every ACL admits.
 	SuperDigest string
+	// SASLUsers are the DIGEST-MD5 users and passwords (ReadJAAS); nil, a SASL
+	// exchange fails as it does on a ZooKeeper with no JAAS Server section.
+	SASLUsers map[string]string
 	// ExtendedTypes allows TTL nodes (ZooKeeper's extendedTypesEnabled).
 	ExtendedTypes bool
 	// Replied, if set, hears about each write just before its reply is queued: its zxid and
