@@ -215,7 +215,9 @@ func (z *zooParser) config() (*Config, error) {
 	for _, key := range z.keys {
 		if why, ok := ignoredZooKeys[key]; ok {
 			z.note(key, why)
-		} else if !ok && !zooKnown(key) {
+		} else if strings.HasPrefix(key, "authProvider.") {
+			z.note(key, "poled's ip, digest and sasl providers are built in")
+		} else if !zooKnown(key) {
 			z.note(key, "poled does not know it")
 		}
 	}

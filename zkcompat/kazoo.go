@@ -52,11 +52,11 @@ type Results map[string]Result
 // Available reports why kazoo's suite cannot run here, or nil.
 func Available() error {
 	if _, err := os.Stat(Python); err != nil {
-		return fmt.Errorf("%s missing: install python3-kazoo python3-pytest python3-mock python3-objgraph (make deps)", Python)
+		return fmt.Errorf("%s missing: install python3-kazoo python3-pytest python3-mock python3-objgraph python3-pure-sasl (make deps)", Python)
 	}
-	out, err := exec.Command(Python, "-c", "import kazoo.tests, kazoo.testing, pytest, mock, objgraph").CombinedOutput()
+	out, err := exec.Command(Python, "-c", "import kazoo.tests, kazoo.testing, pytest, mock, objgraph, puresasl").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("kazoo's test suite cannot be imported (install python3-kazoo python3-pytest python3-mock python3-objgraph: make deps): %s", bytes.TrimSpace(out))
+		return fmt.Errorf("kazoo's test suite cannot be imported (install python3-kazoo python3-pytest python3-mock python3-objgraph python3-pure-sasl: make deps): %s", bytes.TrimSpace(out))
 	}
 	return nil
 }
