@@ -308,7 +308,7 @@ func (n *Node) startServers() error {
 		MinSessionTimeout: time.Duration(cfg.MinSessionTimeout), MaxSessionTimeout: time.Duration(cfg.MaxSessionTimeout),
 		Secret: secret[:], Logger: n.log.With("port", "client"), Replied: n.replied,
 		FourLetterWords: cfg.FourLetterWords, SuperDigest: cfg.SuperDigest, ExtendedTypes: cfg.ExtendedTypes,
-		SASLUsers: users,
+		SASLUsers: users, SASLProvider: cfg.SASLProvider,
 	}, (*clientPortView)(n))
 	if err != nil {
 		return fmt.Errorf("client port: %w", err)

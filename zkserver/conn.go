@@ -323,7 +323,7 @@ func (c *conn) prepare(it *item, req zkproto.Message) {
 	case *zkproto.CreateRequest, *zkproto.CreateTTLRequest:
 		_, it.refuse = c.createOp(it.hdr.Type, r)
 	case *zkproto.SetACLRequest:
-		it.refuse = zkproto.CodeInvalidACL // an empty ACL
+		it.refuse = zkproto.CodeInvalidACL // aclRefused
 	case *zkproto.MultiRequest:
 		_, failAt, code := c.multiOps(r)
 		it.refuseMulti = zkproto.FailedMulti(len(r.Ops), failAt, code)
@@ -346,7 +346,7 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		return write(op)
 	case zkproto.OpSetACL:
 		r := req.(*zkproto.SetACLRequest)
-		if len(r.ACL) == 0 {
+		if c.aclRefused(r.ACL) {
 			return nil, nil
 		}
 		return write(datatree.SetACL(r.Path, treeACL(r.ACL), r.Version))
@@ -431,9 +431,20 @@ func (c *conn) addIDs(ids ...datatree.ID) {
 	c.pmu.Unlock()
 }
 
+// aclRefused reports an ACL the client port refuses as invalid before the tree
+// sees it: an empty one, or one of the sasl scheme with no SASL provider.
+func (c *conn) aclRefused(acl []zkproto.ACL) bool {
+	return len(acl) == 0 || !c.srv.cfg.SASLProvider && slices.ContainsFunc(acl, func(a zkproto.ACL) bool { return a.Scheme == "sasl" })
+}
+
 // saslStep answers one SASL token. A failed exchange gets AuthFailed and the
 // connection closes, as ZooKeeper does (its session stays, to expire).
 func (c *conn) saslStep(xid int32, token []byte) bool {
+	if c.srv.cfg.SASLUsers == nil {
+		// No SASL login configured: ZooKeeper answers every token with a null one.
+		c.reply(zkproto.ReplyHeader{Xid: xid}, &zkproto.SASLPacket{})
+		return true
+	}
 	if c.sasl == nil {
 		c.sasl = &digestMD5{users: c.srv.cfg.SASLUsers}
 	}
@@ -469,7 +480,7 @@ func (c *conn) createOp(typ zkproto.Op, req zkproto.Message) (datatree.Op, zkpro
 		return datatree.Op{}, zkproto.CodeUnimplemented
 	case mode.IsTTL() && (ttl <= 0 || ttl > datatree.MaxTTL), !mode.IsTTL() && ttl >= 0:
 		return datatree.Op{}, zkproto.CodeBadArguments
-	case len(r.ACL) == 0:
+	case c.aclRefused(r.ACL):
 		return datatree.Op{}, zkproto.CodeInvalidACL
 	}
 	switch {
