@@ -47,6 +47,25 @@ var Exceptions = map[string]string{
 	"test_client::TestReconfig::test_no_super_auth":       "dynamic reconfiguration (ZooKeeper checks /zookeeper/config's ACL)",
 }
 
+// Racy are kazoo's tests whose outcome is a race inside the test itself, and why:
+// Compare judges them on neither flavor. The differential tests check what they
+// would (zkserver's TestDifferentialSASL).
+var Racy = map[string]string{
+	// start() waits for the client's live event, which the connection thread sets
+	// (CONNECTED) before its SASL exchange and clears on the AuthFailed reply; then it
+	// checks connected. A reply that lands between the two makes start() raise its
+	// time-out error at once, not AuthFailedError (the test sees AuthFailed only
+	// through the request start() makes after the check). poled answers in well
+	// under a millisecond and loses the race now and then under load; ZooKeeper,
+	// slower, mostly wins it.
+	"test_sasl::TestLegacySASLDigestAuthentication::test_invalid_sasl_auth": "the AuthFailed reply races start()'s wait",
+	"test_sasl::TestSASLDigestAuthentication::test_invalid_sasl_auth":       "the AuthFailed reply races start()'s wait",
+	// It reads, 0.1 s after a create, through another server of the ensemble, which
+	// need not have the node yet: NoNode instead of NoAuth (it failed on ZooKeeper in
+	// the baseline's whole run).
+	"test_sasl::TestLegacySASLDigestAuthentication::test_connect_sasl_auth": "reads after 0.1 s through another server, which may lag",
+}
+
 // Compare lists every test that passes on ZooKeeper (baseline) and not in got, every
 // exception that no longer is one (onPoled), every test the baseline does not know,
 // and every test of modules the baseline has that got lacks.
@@ -58,6 +77,8 @@ func Compare(baseline, got Results, modules []string, onPoled bool) []string {
 		switch {
 		case !known:
 			problems = append(problems, fmt.Sprintf("%s: %s, and not run on ZooKeeper (a new kazoo? rerun the baseline)", id, got[id]))
+		case Racy[id] != "":
+			// Its outcome is the host's scheduling, on either flavor: not judged.
 		case want == Passed && got[id] != Passed && !(onPoled && excused):
 			problems = append(problems, fmt.Sprintf("%s: passes on ZooKeeper, %s here", id, got[id]))
 		case onPoled && excused && got[id] == Passed:
