@@ -39,8 +39,8 @@ func ReadJAAS(path string) (map[string]string, error) {
 }
 
 type jaasModule struct {
-	class, flag string
-	options     map[string]string
+	class   string
+	options map[string]string
 }
 
 // parseJAAS reads `Name { class flag key=value ...; ... };` entries, with // and
@@ -103,7 +103,7 @@ func jaasEntry(file string, toks []jaasToken, i *int, want func(string) (jaasTok
 	default:
 		return jaasModule{}, fmt.Errorf("%s:%d: %s: flag %q is not required, requisite, sufficient or optional", file, flag.line, class.text, flag.text)
 	}
-	m := jaasModule{class: class.text, flag: flag.text, options: map[string]string{}}
+	m := jaasModule{class: class.text, options: map[string]string{}}
 	for *i < len(toks) && toks[*i].text != ";" {
 		key, err := want("a word")
 		if err != nil {
