@@ -49,7 +49,7 @@ type Suite struct {
 // Entry is one experiment of a suite.
 type Entry struct {
 	Name string         // directory name below the output, and the metrics' prefix
-	Kind string         // how it runs: a key of kinds (KindRun, KindBench, KindSimSpeed)
+	Kind string         // how it runs: a key of kinds (KindRun, KindBench, KindSimSpeed, ...)
 	Spec string         // KindRun, KindSimSpeed: shipped spec name or file
 	Set  []spec.Setting // settings, in order: the spec's overrides, or the benchmark's
 	// InQuick puts the entry in the --quick set, with Quick applied after Set.
@@ -66,6 +66,8 @@ type Entry struct {
 	Load *bench.Config
 	// Workers are the worker counts a sim-speed entry simulates each repetition at.
 	Workers []int
+	// Kazoo is a kazoo entry's run of kazoo's suite.
+	Kazoo *Kazoo
 }
 
 // Planned estimates how long the entry runs, for the ETA and the suite's budget.
