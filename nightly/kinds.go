@@ -107,6 +107,14 @@ var kinds = map[string]kind{
 		check:    func(context.Context, Entry) error { return callgrind.Available() },
 		run:      runSimInstructions,
 	},
+	KindKazoo: {
+		goals:   map[string]bool{},
+		apply:   applyKazoo,
+		planned: plannedKazoo,
+		where:   kazooWhere,
+		check:   checkKazoo,
+		run:     runKazoo,
+	},
 }
 
 func kindNames() []string { return sorted(slices.Collect(maps.Keys(kinds))) }
