@@ -48,6 +48,9 @@ type Config struct {
 	// Drain bounds the wait for in-flight requests after pacing ends; default
 	// client.DefaultDrain. What is still in flight then is recorded unknown.
 	Drain time.Duration
+	// ConnectFor bounds Prepare's wait for every session of the servers not marked
+	// down; default 30 s (a server just started, on a loaded host, takes seconds).
+	ConnectFor time.Duration
 
 	RecordsPath string // CSV records, gzip if it ends in .gz; "" keeps them in memory only
 	RunID       string // tag written into every value; default from Start
@@ -58,6 +61,7 @@ type Config struct {
 const (
 	defaultKeys           = 1000
 	defaultSessionTimeout = 10 * time.Second
+	defaultConnectFor     = 30 * time.Second
 )
 
 func (c *Config) setDefaults() {
@@ -81,6 +85,7 @@ func (c *Config) setDefaults() {
 	defDur(&c.SessionTimeout, defaultSessionTimeout)
 	defDur(&c.RetryFor, client.DefaultRetryFor)
 	defDur(&c.Drain, client.DefaultDrain)
+	defDur(&c.ConnectFor, defaultConnectFor)
 	if c.Prefix == "" {
 		c.Prefix = client.DefaultPrefix
 	}
@@ -223,14 +228,8 @@ func (w *Workload) Prepare(ctx context.Context) error {
 			}
 		}
 	}
-	for _, s := range w.sortedServers() {
-		for !s.killed.Load() && s.ready.Load() < int32(len(s.sessions)) {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("workload: waiting for sessions to server %d (%s): %w", s.ID, s.Addr, ctx.Err())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
+	if err := w.awaitSessions(ctx); err != nil {
+		return err
 	}
 	if w.cfg.RunID == "" {
 		w.cfg.RunID = fmt.Sprintf("%x", time.Now().UnixNano())
@@ -239,6 +238,25 @@ func (w *Workload) Prepare(ctx context.Context) error {
 		return err
 	}
 	w.ready.Store(true)
+	return nil
+}
+
+// awaitSessions waits, up to ConnectFor, until every server not marked down has all
+// its sessions. It polls: a session's readiness is an atomic its event callback sets.
+func (w *Workload) awaitSessions(ctx context.Context) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, w.cfg.ConnectFor,
+		fmt.Errorf("not within connect_for %v: %w", w.cfg.ConnectFor, context.DeadlineExceeded))
+	defer cancel()
+	for _, s := range w.sortedServers() {
+		for !s.killed.Load() && s.ready.Load() < int32(len(s.sessions)) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("workload: waiting for sessions to server %d of %s (%s): %d of %d ready: %w",
+					s.ID, s.DC, s.Addr, s.ready.Load(), len(s.sessions), context.Cause(ctx))
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
 	return nil
 }
 
