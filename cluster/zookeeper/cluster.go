@@ -161,7 +161,7 @@ func (z *Cluster) start(ctx context.Context) error {
 	if err := z.e.writeConfigs(); err != nil {
 		return err
 	}
-	z.e.watcher.start()
+	z.e.watcher.Start()
 	order := z.e.startOrder()
 	for i, id := range order {
 		if err := z.procs.Spawn(id); err != nil {
@@ -216,7 +216,7 @@ func (z *Cluster) Restart(ctx context.Context, id int) error {
 }
 
 // Timeline is server id's timeline so far, read off its log (see events.go).
-func (z *Cluster) Timeline(id int) []event.Event { return z.e.watcher.timeline(id) }
+func (z *Cluster) Timeline(id int) []event.Event { return z.e.watcher.Timeline(id, nil) }
 
 // MeasuredRTTs are the RTTs between servers that the user-space links measured (nil
 // with kernel links or none).
