@@ -148,7 +148,7 @@ type Options struct {
 	Logger         *slog.Logger
 	// Broken, for the checkers' tests only, breaks the named servers on purpose
 	// (replica.Config.Broken): only servers in the harness's process carry it (the
-	// local backend's), which CarriesBroken says.
+	// local backend's), so `polebench check` refuses it elsewhere.
 	Broken map[int]replica.Variant
 }
 

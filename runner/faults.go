@@ -274,8 +274,8 @@ func Converge(ctx context.Context, cl cluster.Cluster, within time.Duration) err
 	}
 }
 
-// applied is whether server s serves and how far it has applied: its poled status,
-// or what its cluster says (cluster.Applier).
+// applied is whether server s serves and how far it has applied: the replica's admin
+// status, or what its cluster says (cluster.Applier).
 func applied(ctx context.Context, cl cluster.Cluster, s cluster.Server) (serving bool, z, role string, err error) {
 	if a, ok := cl.(cluster.Applier); ok {
 		serving, z, err = a.Applied(ctx, s.ID)

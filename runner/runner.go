@@ -64,7 +64,7 @@ type Options struct {
 	// (os.Executable() place), which a test binary gives through its TestMain.
 	Controller []string
 	// Broken, for the checkers' tests only, breaks the named servers on purpose
-	// (cluster.Options.Broken; the local backend's servers only).
+	// (cluster.Options.Broken: servers in the harness's process only).
 	Broken map[int]replica.Variant
 }
 

@@ -7,8 +7,8 @@ import (
 )
 
 // DefaultInitLimit is a server's patience to recover when the state is small or the
-// links unlimited: ZooKeeper's sample initLimit (10 ticks of 2 s), as poled's own
-// (zab.DefaultInitLimit).
+// links unlimited: the sample initLimit of Zab's reference configuration (10 ticks of
+// 2 s), as zab.DefaultInitLimit.
 const DefaultInitLimit = 20 * time.Second
 
 // InitLimitFor is how long a server of a run on plan may take to recover, election

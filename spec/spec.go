@@ -37,7 +37,7 @@ type Spec struct {
 	Outdate   []Outdate // the paper's recovery experiments: kill early, restart just before the crash
 	PreloadMB int       // MB of application state preloaded on every server before the run (0)
 	// InitLimit is how long a server may take to recover, election to serving
-	// (ZooKeeper's initLimit × tickTime); 0: sized from the state and the links
+	// (Zab's initLimit × tickTime); 0: sized from the state and the links
 	// (InitLimitFor).
 	InitLimit   time.Duration `json:",omitempty"`
 	Repetitions int           // runs per point (5)
