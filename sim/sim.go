@@ -222,7 +222,7 @@ type Sim struct {
 	// marksDue says a server of this partition filled a chunk of trace marks since
 	// the last pruneMarks; deciders is what pruneMarks knows (the root's: marks.go).
 	marksDue bool
-	deciders map[zab.Zxid]int
+	deciders deciderTable
 
 	// stall is what progress last saw: the clock, when, and the events stepped then.
 	stall struct {
