@@ -81,7 +81,12 @@ func TestJoin(t *testing.T) {
 		t.Errorf("path 2 (on the leader): server %d leader %d follower %d forward %v commit back %v; want 3 3 0 0 0",
 			q.Server, q.Leader, q.Follower, q.Phase(3), q.Phase(7))
 	}
+	checkPathsRoundTrip(t, paths)
+}
 
+// checkPathsRoundTrip writes paths to phases.csv.gz and reads the same back.
+func checkPathsRoundTrip(t *testing.T, paths []Path) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "phases.csv.gz")
 	if err := WritePaths(file, paths); err != nil {
 		t.Fatal(err)
@@ -311,15 +316,5 @@ func TestReadPathsOldLayout(t *testing.T) {
 	if len(old) != 40 || old[0].ID != 1099511627777 || old[0].DC != "D1" || old[0].At[0] != 131779 || old[39].At[numSteps-1] <= old[39].At[0] {
 		t.Fatalf("%d paths, the first %+v", len(old), old[0])
 	}
-	file := filepath.Join(t.TempDir(), "phases.csv.gz")
-	if err := WritePaths(file, old); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadPaths(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(back, old) {
-		t.Fatalf("delta layout round trip:\n%+v\nwant\n%+v", back, old)
-	}
+	checkPathsRoundTrip(t, old)
 }
