@@ -456,17 +456,23 @@ func newPathStalls(stalls []HostStall) *pathStalls {
 	return h
 }
 
-func (h *pathStalls) of(p *Path) []span {
+func (h *pathStalls) of(p *Path) []span { return h.on(p.Server, p.Leader, p.Follower) }
+
+// on is the harness's stalls and servers' (0: none), merged.
+func (h *pathStalls) on(servers ...int) []span {
 	if h == nil {
 		return nil
 	}
-	k := [3]int{p.Server, p.Leader, p.Follower}
+	var k [3]int
+	copy(k[:], servers)
 	if s, ok := h.merged[k]; ok {
 		return s
 	}
-	var on []HostStall
-	for _, proc := range []string{HarnessProcess, fmt.Sprintf("p%d", p.Server), fmt.Sprintf("p%d", p.Leader), fmt.Sprintf("p%d", p.Follower)} {
-		on = append(on, h.byProcess[proc]...)
+	on := slices.Clone(h.byProcess[HarnessProcess])
+	for _, id := range k {
+		if id != 0 {
+			on = append(on, h.byProcess[fmt.Sprintf("p%d", id)]...)
+		}
 	}
 	s := union(on)
 	h.merged[k] = s

@@ -13,25 +13,11 @@ import (
 	"github.com/polebench/polebench/workload"
 )
 
-// The verdict on a window says whether its numbers are the system's or partly the
-// host's: the share of the window's acknowledged requests that a long stall of a
-// metered process overlapped (the harness's, and each replica's that runs in a process
-// of its own), and the longest stall. The thresholds are docs/host.md's, with the quiet
-// and loaded runs they come from. CPU busy and pressure are reported, not judged: on
-// the local backend the system's own goroutines load the host as much as a neighbour.
-const (
-	// StallMS: a stall this long or longer counts against the requests it overlapped
-	// (the meter keeps every stall from 1 ms; Go's scheduler under the system's own
-	// load accounts for most of those up to a few ms).
-	StallMS = 5.0
-	// DegradedStalledPct: more of the requests than this overlapped a stall.
-	DegradedStalledPct = 0.5
-	// UntrustedStalledPct: so many requests overlapped a stall that the window's mean
-	// and tail are the host's as much as the system's.
-	UntrustedStalledPct = 5.0
-	// DegradedStallMS: one stall this long is a visible step in any latency plot.
-	DegradedStallMS = 50.0
-)
+// StallMS: a stall this long or longer is a long stall, counted apart in the verdict's
+// figures and shaded in the plots (the meter keeps every stall from 1 ms; Go's
+// scheduler under the system's own load accounts for most of those up to a few ms).
+// The verdict itself judges what the stalls did to the window's numbers (host_effect.go).
+const StallMS = 5.0
 
 // Verdicts on a window.
 const (
@@ -79,6 +65,8 @@ type HostInput struct {
 type HostWindow struct {
 	Verdict string   `json:"verdict"`
 	Reasons []string `json:"reasons,omitempty"`
+	// Effects is what the verdict judged: how far the host moved each statistic.
+	Effects []HostEffect `json:"effects,omitempty"`
 	// StalledPct is the share of the window's acknowledged requests whose time (intended
 	// send to reply) overlapped a stall of StallMS or more of a metered process.
 	StalledPct float64 `json:"stalled_requests_pct"`
@@ -92,7 +80,7 @@ type HostWindow struct {
 	GCPauseMS    float64  `json:"harness_gc_pause_ms"`
 	Processes    []string `json:"processes"`
 	// ProcWaitPct is each process watched from outside: its mean run-queue wait over
-	// the window's samples (HostSample.ProcWaitPct). Reported, not judged.
+	// the window's samples (HostSample.ProcWaitPct).
 	ProcWaitPct map[string]float64 `json:"proc_wait_pct,omitempty"`
 	// The user-space links in the harness's process over the window: the messages
 	// they delivered, the latest delivery after its schedule, and the highest of the
@@ -129,8 +117,10 @@ func overlaps(spans []span, from, to time.Duration) bool {
 	return i < len(spans) && spans[i].from <= to
 }
 
-// HostVerdict judges window w of a run from what its host did.
-func HostVerdict(h *HostInput, w Window, recs []workload.Record) *HostWindow {
+// hostFigures counts what the host did in window w: the stalls, the share of the
+// requests a long one overlapped, the samples' means. They are figures beside the
+// verdict, not what it judges.
+func hostFigures(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 	hw := &HostWindow{Processes: h.Processes}
 	var long []HostStall
 	for _, st := range h.Stalls {
@@ -171,10 +161,7 @@ func HostVerdict(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 	var busy, some []float64
 	wait := map[string][]float64{}
 	var lateMax, lateP99 float64
-	for _, s := range h.Samples {
-		if s.At <= w.From || s.At > w.To {
-			continue
-		}
+	for _, s := range windowSamples(h, w) {
 		if !math.IsNaN(s.CPUBusyPct) {
 			busy = append(busy, s.CPUBusyPct)
 		}
@@ -200,33 +187,24 @@ func HostVerdict(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 		hw.LinkLateMaxMS, hw.LinkLateWorstP99MS = &lateMax, &lateP99
 	}
 	hw.CPUBusyPct, hw.CPUSomePct = MeanOf(busy), MeanOf(some)
-	hw.Verdict = Trusted
-	degrade := func(v, format string, a ...any) {
-		hw.Reasons = append(hw.Reasons, fmt.Sprintf(format, a...))
-		if v == Untrusted || hw.Verdict == Trusted {
-			hw.Verdict = v
-		}
-	}
-	switch {
-	case hw.StalledPct > UntrustedStalledPct:
-		degrade(Untrusted, "%.1f %% of the requests overlapped a process stall of %g ms or more (untrusted above %g %%)", hw.StalledPct, StallMS, UntrustedStalledPct)
-	case hw.StalledPct > DegradedStalledPct:
-		degrade(Degraded, "%.1f %% of the requests overlapped a process stall of %g ms or more (degraded above %g %%)", hw.StalledPct, StallMS, DegradedStalledPct)
-	}
-	if hw.StallMaxMS > DegradedStallMS {
-		degrade(Degraded, "a process stalled %.0f ms (degraded above %g ms)", hw.StallMaxMS, DegradedStallMS)
-	}
-	if hw.Verdict != Trusted {
-		hw.Reasons = append(hw.Reasons, hw.contention()...)
-	}
 	return hw
 }
 
+// windowSamples are the samples whose period ended in w.
+func windowSamples(h *HostInput, w Window) []HostSample {
+	var out []HostSample
+	for _, s := range h.Samples {
+		if s.At > w.From && s.At <= w.To {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // contention says, beside a verdict that is not trusted, what the host's contention
-// looked like where it is measured without a meter of its own: the run-queue wait of
-// the processes watched from outside, the most waiting first, and how late the
-// user-space links delivered. Reported, not judged: docs/host.md has no measurement
-// yet that would make a threshold of either.
+// looked like: the run-queue wait of the processes watched from outside, the most
+// waiting first (those without a meter are judged by it too: hostEffects), and how
+// late the user-space links delivered (reported, not judged).
 func (hw *HostWindow) contention() []string {
 	var out []string
 	if len(hw.ProcWaitPct) > 0 {
@@ -241,7 +219,7 @@ func (hw *HostWindow) contention() []string {
 		for i, p := range procs {
 			parts[i] = fmt.Sprintf("%s %.0f %%", p, hw.ProcWaitPct[p])
 		}
-		out = append(out, "run-queue wait of the processes watched from outside, in % of the window summed over their threads (reported, not judged): "+strings.Join(parts, ", "))
+		out = append(out, "run-queue wait of the processes watched from outside, in % of the window summed over their threads: "+strings.Join(parts, ", "))
 	}
 	if hw.LinkLateMaxMS != nil {
 		out = append(out, fmt.Sprintf("the user-space links delivered up to %.1f ms after their schedule, p99 up to %.1f ms in a 100 ms period (reported, not judged)", *hw.LinkLateMaxMS, *hw.LinkLateWorstP99MS))

@@ -39,6 +39,8 @@ type Input struct {
 	// Host, if measured (real backends), is what the host did: each window gets its
 	// verdict from it (HostVerdict).
 	Host *HostInput
+	// RTT is how far the servers' RTT measurements landed from the plan (CheckRTTs).
+	RTT *RTTCheck
 }
 
 // Span is a window in seconds from the run's start.
@@ -73,10 +75,17 @@ type Summary struct {
 	// BehindAtCrash: for each server that proposed in the election after the crash,
 	// the acknowledged writes it lacked against the most up-to-date one.
 	BehindAtCrash map[int]Behind `json:"behind_at_crash,omitempty"`
-	Warnings      []string       `json:"warnings,omitempty"`
-	Windows       struct {
+	// PlacedLeader is whom a placement controller placed the leader on after the
+	// crash; TransferMS its move to that leader's first commit (null: it kept Raft's
+	// winner), PlacedServingMS the crash to that commit (the election and the transfer).
+	PlacedLeader    int      `json:"placed_leader,omitempty"`
+	TransferMS      *float64 `json:"transfer_ms,omitempty"`
+	PlacedServingMS *float64 `json:"placed_serving_ms,omitempty"`
+	Warnings        []string `json:"warnings,omitempty"`
+	Windows         struct {
 		Before *Span `json:"before,omitempty"`
 		After  *Span `json:"after,omitempty"`
+		Placed *Span `json:"placed,omitempty"`
 	} `json:"windows"`
 	// LatencyMS holds, per window name and DC (and All), the measured latency stats.
 	LatencyMS              map[string]map[string]LatencyStats `json:"latency_ms"`
@@ -94,6 +103,8 @@ type Summary struct {
 	// Host holds, per window, what the host did and the verdict on the window's
 	// numbers (real backends; the simulator has no host).
 	Host map[string]*HostWindow `json:"host,omitempty"`
+	// RTT is how far the servers' RTT measurements landed from the links' plan.
+	RTT *RTTCheck `json:"rtt,omitempty"`
 }
 
 // Behind is how far a server was behind the most up-to-date one at the election.
@@ -140,7 +151,7 @@ func Summarize(in Input) (*Summary, error) {
 		return nil, err
 	}
 	s := &Summary{InitialLeader: e.InitialLeader, NewLeader: e.NewLeader, ModelNote: in.ModelNote, ElectionZxids: e.ElectionZxids,
-		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites}
+		LatencyMS: map[string]map[string]LatencyStats{}, LostAcknowledgedWrites: in.LostAcknowledgedWrites, RTT: in.RTT}
 	if e.Crash > 0 && e.Elected > 0 {
 		s.ElectionMS = ptr(ms(e.Elected - e.Crash))
 	}
@@ -156,6 +167,7 @@ func Summarize(in Input) (*Summary, error) {
 	for _, l := range e.InitLimits {
 		s.Warnings = append(s.Warnings, "a recovery ran out of patience "+l)
 	}
+	s.placement(e)
 	if e.Leadings > 1 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("p%d went LEADING %d times between the crash and its first commit: recovery counts from the last", e.NewLeader, e.Leadings))
 	}
@@ -167,15 +179,24 @@ func Summarize(in Input) (*Summary, error) {
 	}
 	for _, w := range windows {
 		span := &Span{From: w.From.Seconds(), To: w.To.Seconds()}
-		if w.Name == "before" {
+		switch w.Name {
+		case "before":
 			s.Windows.Before = span
-		} else {
+		case "placed":
+			s.Windows.Placed = span
+		default:
 			s.Windows.After = span
 		}
 		lat := Latencies(in.Records, w)
 		for dc, model := range in.Model[w.Name] {
 			st, ok := lat[dc]
 			if !ok {
+				// The window under Raft's winner before a placement move can be
+				// too short for a DC's requests; any other is a bug.
+				if w.Name == "after" && e.Placed.Moved > 0 {
+					s.Warnings = append(s.Warnings, fmt.Sprintf("no request from %s in the after window (%v to %v, until the placement move): the model's %.1f ms has nothing beside it", dc, w.From, w.To, model))
+					continue
+				}
 				return nil, fmt.Errorf("analysis: model prediction for DC %q in window %s, which has no requests there", dc, w.Name)
 			}
 			st.ModelMS = ptr(model)
@@ -186,11 +207,15 @@ func Summarize(in Input) (*Summary, error) {
 			if s.Host == nil {
 				s.Host = map[string]*HostWindow{}
 			}
-			s.Host[w.Name] = HostVerdict(in.Host, w, in.Records)
+			s.Host[w.Name] = HostVerdict(in.Host, w, in.Records, in.Paths, in.PathModel)
 		}
 	}
 	for name := range in.Model {
-		if _, ok := s.LatencyMS[name]; !ok {
+		_, ok := s.LatencyMS[name]
+		switch {
+		case !ok && name == "after" && e.Placed.Moved > 0:
+			s.Warnings = append(s.Warnings, fmt.Sprintf("no \"after\" window: the placement controller moved Raft's winner p%d before it served", e.NewLeader))
+		case !ok:
 			// A run too short to settle after the election has no "after" window.
 			s.Warnings = append(s.Warnings, fmt.Sprintf("no %q window measured (the run ends before it settles): the model's prediction for it has nothing to sit beside", name))
 		}
@@ -223,6 +248,23 @@ func Summarize(in Input) (*Summary, error) {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// placement reports what the placement controller did: whom it placed, the
+// transfer and the crash to the placed leader serving, and its stops.
+func (s *Summary) placement(e Events) {
+	p := e.Placed
+	s.Warnings = append(s.Warnings, p.Stops...)
+	if p.Leader == 0 {
+		return
+	}
+	s.PlacedLeader = p.Leader
+	if p.Moved > 0 && p.Commit > 0 {
+		s.TransferMS = ptr(ms(p.Commit - p.Moved))
+	}
+	if p.Commit > 0 && e.Crash > 0 {
+		s.PlacedServingMS = ptr(ms(p.Commit - e.Crash))
+	}
+}
 
 // WriteFile writes the summary as indented JSON.
 func (s *Summary) WriteFile(path string) error {

@@ -46,14 +46,21 @@ func FindEvents(tl []record.Record, base Events) Events {
 			break // the timeline is in time order
 		}
 	}
+	ev.Placed = findPlaced(tl, crash, first)
 	if first == nil {
 		return ev
 	}
-	ev.NewLeader = first.Server
+	winner, until := first.Server, first.AtMS
 	ev.FirstCommit = first.At()
+	if l := leadingBeforeMove(tl, crash, first.AtMS); l != nil && l.Server != first.Server {
+		// The controller moved Raft's winner before it committed: the winner is the
+		// one Raft elected, and it has no first commit of its own.
+		winner, until, ev.FirstCommit = l.Server, l.AtMS, 0
+	}
+	ev.NewLeader = winner
 	leading := -1.0
 	for _, r := range tl {
-		if r.Source == record.SourceNode && r.Server == first.Server && r.Kind == event.Leading && r.AtMS > crash && r.AtMS <= first.AtMS {
+		if r.Source == record.SourceNode && r.Server == winner && r.Kind == event.Leading && r.AtMS > crash && r.AtMS <= until {
 			leading = r.AtMS
 			ev.Leading = r.At()
 			ev.Leadings++
@@ -121,12 +128,16 @@ func Predict(pred *model.Prediction, oracle string, rates map[string]float64, ev
 			}
 		}
 	}
-	if ev.NewLeader != 0 && crashes {
-		if c, ok := pred.After.Candidate(ev.NewLeader); ok {
-			out.MS["after"] = map[string]float64{All: c.Mean}
+	if !crashes {
+		return out
+	}
+	// Each window beside the model for the leader it had.
+	for w, id := range map[string]int{"after": ev.NewLeader, "placed": ev.Placed.Leader} {
+		if c, ok := pred.After.Candidate(id); ok && (w == "after" || ev.Placed.Moved > 0) {
+			out.MS[w] = map[string]float64{All: c.Mean}
 			for dc, v := range c.LatencyByDC {
 				if rates[dc] > 0 {
-					out.MS["after"][dc] = v
+					out.MS[w][dc] = v
 				}
 			}
 		}

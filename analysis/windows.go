@@ -33,6 +33,8 @@ type Events struct {
 	// InitLimits are the recoveries ended by their init limit (LOOKING with
 	// event.InitLimitPrefix), as "at T s: what waited for what".
 	InitLimits []string
+	// Placed is what a placement controller did after the crash.
+	Placed Placed
 }
 
 // DefaultSettle is how long after the election the "after" window starts (the paper:
@@ -52,7 +54,8 @@ func (w Window) contains(t time.Duration) bool { return t >= w.From && t < w.To 
 
 // Windows returns "before" (warm-up end to the crash, or to the end without a crash) and,
 // with a crash, "after" (settle after the election, or after LEADING when the election
-// time is unknown, to the end). end is used when e.End is zero.
+// time is unknown, to the end); when a placement controller moved the leader, "after"
+// and "placed" as placedWindows has them. end is used when e.End is zero.
 func (e Events) Windows(settle, end time.Duration) ([]Window, error) {
 	if e.End > 0 {
 		end = e.End
@@ -80,7 +83,7 @@ func (e Events) Windows(settle, end time.Duration) ([]Window, error) {
 	if from := elected + settle; from < end {
 		ws = append(ws, Window{"after", from, end})
 	}
-	return ws, nil
+	return e.placedWindows(ws, settle, end), nil
 }
 
 // LatencyStats describes the latency (done − intended) of one DC in one window, in ms,

@@ -242,6 +242,7 @@ var kinds = []kind{
 	// Measured minus the model's prediction: the harness's and poled's own overhead.
 	{"measured_minus_model.", "ms", Lower, MinEffect{Abs: 1, Rel: 0.10}},
 	{"election_ms", "ms", Lower, MinEffect{Abs: 50, Rel: 0.10}},
+	{RTTErrorKey, "%", Lower, MinEffect{Abs: 5, Rel: 0.25}},
 	{"recovery_ms", "ms", Lower, MinEffect{Abs: 10, Rel: 0.20}},
 	{"writes_per_s", "writes/s", Higher, MinEffect{Abs: 5, Rel: 0.02}},
 	{"send_lag_p99_ms", "ms", Lower, MinEffect{Abs: 5, Rel: 0.50}},
@@ -251,6 +252,10 @@ var kinds = []kind{
 
 // LostWrites is the key of the lost acknowledged writes metric.
 const LostWritesKey = "lost_acknowledged_writes"
+
+// RTTErrorKey is the largest error of the servers' RTT measurements against the
+// links' plan, in % (analysis.RTTCheck).
+const RTTErrorKey = "rtt_error_pct_max"
 
 func kindOf(key string) kind {
 	for _, k := range kinds {
@@ -281,6 +286,9 @@ func SummaryMetrics(s *analysis.Summary) map[string]float64 {
 	}
 	if s.RecoveryMS != nil {
 		m["recovery_ms"] = *s.RecoveryMS
+	}
+	if s.RTT != nil {
+		m[RTTErrorKey] = s.RTT.MaxErrorPct
 	}
 	for win, byDC := range s.LatencyMS {
 		for dc, st := range byDC {

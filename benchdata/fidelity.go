@@ -30,6 +30,9 @@ type Goal struct {
 	// ThroughputRatioMin is the least poled/ZooKeeper ratio of the median writes/s of
 	// each setting of a write benchmark, both measured the same night.
 	ThroughputRatioMin *float64 `json:"throughput_ratio_min,omitempty"`
+	// RTTErrorPctMax bounds the servers' RTT measurements' largest error against the
+	// links' plan (RTTErrorKey), in %, over the repetitions the host trusted.
+	RTTErrorPctMax *float64 `json:"rtt_error_pct_max,omitempty"`
 	// NoTrend asks that no flavor's writes/s over a setting's windows show a trend: a
 	// Mann-Kendall test at TrendAlpha finding one says the warm-up was too short.
 	NoTrend bool `json:"no_trend,omitempty"`
@@ -43,7 +46,7 @@ type Range struct {
 
 // IsZero says the goal checks nothing.
 func (g Goal) IsZero() bool {
-	return g.MeasuredMinusModelMS == nil && g.ThroughputRatioMin == nil && !g.NoTrend
+	return g.MeasuredMinusModelMS == nil && g.ThroughputRatioMin == nil && !g.NoTrend && g.RTTErrorPctMax == nil
 }
 
 // String is the goal as a table shows it.
@@ -51,6 +54,9 @@ func (g Goal) String() string {
 	var parts []string
 	if r := g.MeasuredMinusModelMS; r != nil {
 		parts = append(parts, fmt.Sprintf("measured−model in [%+g, %+g] ms", r.Min, r.Max))
+	}
+	if g.RTTErrorPctMax != nil {
+		parts = append(parts, fmt.Sprintf("RTT measured within %g %% of the plan", *g.RTTErrorPctMax))
 	}
 	if g.ThroughputRatioMin != nil {
 		parts = append(parts, fmt.Sprintf("poled/zookeeper writes/s ≥ %g", *g.ThroughputRatioMin))
@@ -325,6 +331,15 @@ func (g Goal) Judge(f *File, entry string) Fidelity {
 		}
 		if len(fd.Checks) == n {
 			empty = append(empty, "no measured_minus_model metric")
+		}
+	}
+	if x := g.RTTErrorPctMax; x != nil {
+		if m, ok := f.Metric(prefix + RTTErrorKey); ok && len(m.Samples) > 0 {
+			c := judgeRange(RTTErrorKey, m, Range{Min: -*x, Max: *x})
+			c.Unit, c.Kind, c.Bound = "%", "rtt_error", fmt.Sprintf("≤ %g", *x)
+			fd.Checks = append(fd.Checks, c)
+		} else {
+			empty = append(empty, "no "+RTTErrorKey+" metric")
 		}
 	}
 	if g.ThroughputRatioMin != nil || g.NoTrend {

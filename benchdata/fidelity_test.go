@@ -113,6 +113,18 @@ func TestFidelityJudge(t *testing.T) {
 			bench("s", "poled", 21000, 21500, 20900, 21300, 21100),
 			bench("s", "zookeeper", 9000, 10000, 11000, 12000, 13000),
 		), "b", FidelityMissed, []string{"s: zookeeper writes/s over the windows: Sen's slope +1000 writes/s/window (+9.1%)"}, "a trend", 3},
+		// The servers' RTT measurements against the plan, per repetition.
+		{"rtt met", Goal{RTTErrorPctMax: ptr(25.0)}, fileOf(
+			Metric{Name: "e/" + RTTErrorKey, Unit: "%", Samples: []float64{4, 6, 5, 5.5, 4.5}},
+		), "e", FidelityMet, []string{RTTErrorKey}, "inside the goal", 1},
+		{"rtt missed: a monitor misreads its links", Goal{RTTErrorPctMax: ptr(25.0)}, fileOf(
+			Metric{Name: "e/" + RTTErrorKey, Unit: "%", Samples: []float64{39, 41, 40, 42, 38}},
+		), "e", FidelityMissed, []string{RTTErrorKey}, "outside the goal", 1},
+		{"rtt missed beside a latency met", Goal{RTTErrorPctMax: ptr(25.0), MeasuredMinusModelMS: &Range{Min: -1, Max: 1}}, fileOf(
+			Metric{Name: "e/" + RTTErrorKey, Unit: "%", Samples: []float64{39, 41, 40}},
+			mm("e/measured_minus_model.before.D1", 0.5, 0.6, 0.55),
+		), "e", FidelityMissed, []string{RTTErrorKey}, "outside the goal", 2},
+		{"rtt: not measured is no data", Goal{RTTErrorPctMax: ptr(25.0)}, fileOf(mm("e/measured_minus_model.before.D1", 0.1)), "e", FidelityNoData, nil, "", 0},
 		{"bench: one flavor's windows only", Goal{ThroughputRatioMin: ptr(1.2)}, fileOf(bench("s", "poled", 10000)), "b", FidelityNoData, nil, "", 0},
 	}
 	for _, tc := range tests {

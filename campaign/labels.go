@@ -21,7 +21,8 @@ func latencyKey(metric string) (window, dc, stat string, ok bool) {
 var statWords = map[string]string{"mean": "mean", "p50": "median", "p99": "99th percentile", "max": "maximum", "model_ms": "model's",
 	"count": "count of", "failed": "failed", "unknown": "unknown-outcome"}
 
-var windowWords = map[string]string{"before": "before the crash", "after": "after the crash"}
+var windowWords = map[string]string{"before": "before the crash", "after": "after the crash",
+	"placed": "after placement", "final": "under the last leader"}
 
 // dcWords names a DC key: "all data centers" for all.
 func dcWords(dc string) string {
@@ -103,6 +104,8 @@ func FieldLabel(field string, values []string) string {
 		return "snapshot size: application state preloaded (MB)"
 	case "oracle":
 		return "oracle (leader it elected)"
+	case "placement":
+		return "placement policy (leader it placed)"
 	case "rtt":
 		if link, _, ok := rttValue(values); ok {
 			return "RTT between " + strings.Replace(link, "-", " and ", 1) + " (ms)"

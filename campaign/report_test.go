@@ -284,7 +284,7 @@ func TestPipedProgress(t *testing.T) {
 // TestLabels: every metric and field the shipped campaigns plot reads as words with a
 // unit, never as a key.
 func TestLabels(t *testing.T) {
-	for _, name := range Figures {
+	for _, name := range append(slices.Clone(Figures), Placements...) {
 		c, err := Shipped(name)
 		if err != nil {
 			t.Fatal(err)
@@ -408,4 +408,23 @@ func TestQuickReportInBrowser(t *testing.T) {
 
 func stdhtmlUnescape(s string) string {
 	return strings.NewReplacer("&amp;", "&", "&lt;", "<", "&gt;", ">", "&#39;", "'", "&quot;", `"`).Replace(s)
+}
+
+// TestFinalWindow: the window under the leader a run ended with is the placed one
+// where the controller moved the leader, else the after window.
+func TestFinalWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    map[string]float64
+		want float64
+	}{
+		{"moved", map[string]float64{"latency_ms.after.all.mean": 80, "latency_ms.placed.all.mean": 55, "transfer_ms": 300}, 55},
+		{"kept or none", map[string]float64{"latency_ms.after.all.mean": 80}, 80},
+		{"moved, placed window too short", map[string]float64{"latency_ms.after.all.mean": 80, "transfer_ms": 300}, 0},
+	} {
+		finalWindow(tc.m)
+		if got := tc.m["latency_ms.final.all.mean"]; got != tc.want {
+			t.Errorf("%s: final %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -18,13 +18,23 @@ import (
 var shipped embed.FS
 
 // Figures lists the shipped campaigns, in the paper's order.
+// Placements are Fig. 7a and 7b on etcd, with placement policies as the curves (none:
+// Raft's choice; a static priority; POLE's latency): real clusters only, so `sweep`
+// runs them and the simulated reproduction does not.
+var Placements = []string{"fig7a-etcd", "fig7b-dep1-etcd"}
+
+// IsShipped says whether name is a shipped campaign.
+func IsShipped(name string) bool {
+	return slices.Contains(Figures, name) || slices.Contains(Placements, name)
+}
+
 var Figures = []string{"fig4b", "fig6", "fig7a", "fig7b-dep1", "fig7b-dep3", "fig7c", "fig8a", "fig8a-rtt", "fig8b"}
 
 // Shipped returns a shipped campaign by name.
 func Shipped(name string) (*Campaign, error) {
 	b, err := shipped.ReadFile("shipped/" + name + ".yaml")
 	if err != nil {
-		return nil, fmt.Errorf("no shipped campaign %q (shipped: %s)", name, strings.Join(Figures, ", "))
+		return nil, fmt.Errorf("no shipped campaign %q (shipped: %s)", name, strings.Join(append(slices.Clone(Figures), Placements...), ", "))
 	}
 	return Parse("campaign/shipped/"+name+".yaml", b)
 }

@@ -98,6 +98,23 @@ func Flatten(summaryJSON []byte) (map[string]float64, error) {
 	return out, nil
 }
 
+// finalWindow adds latency_ms.final.*: the window under the leader a run ended
+// with, the placed one where a placement controller moved the leader, else the
+// after window (Raft's winner, kept or never placed), so that placement policies
+// compare as curves of one metric.
+func finalWindow(m map[string]float64) {
+	_, moved := m["transfer_ms"]
+	from := "latency_ms.after."
+	if moved {
+		from = "latency_ms.placed."
+	}
+	for k, v := range m {
+		if rest, ok := strings.CutPrefix(k, from); ok {
+			m["latency_ms.final."+rest] = v
+		}
+	}
+}
+
 // Rows reads every finished run of the campaign directory.
 func Rows(dir string, c *Campaign) ([]Row, error) {
 	var rows []Row
@@ -125,6 +142,7 @@ func Rows(dir string, c *Campaign) ([]Row, error) {
 					m[HostTrusted] = 1
 				}
 			}
+			finalWindow(m)
 			rows = append(rows, Row{Point: p, Rep: rep, Metrics: m})
 		}
 	}

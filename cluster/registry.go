@@ -116,7 +116,8 @@ func RegisterFlavor(f Flavor) {
 // carries every fault, its links are whatever its backend makes them.
 func init() {
 	backend.RegisterFlavor(backend.Flavor{Name: Poled, Preload: true, Carries: backend.Carries{
-		Faults: nemesis.Kinds(), Links: backend.Links{Schedules: true}}})
+		Faults: nemesis.Kinds(), Links: backend.Links{Schedules: true},
+		Why: map[string]string{"placement": "poled places its leader itself, by the spec's oracle (POLE's election): give oracle: instead"}}})
 }
 
 // Backends lists the backends New knows (and the simulator's, which it refuses).

@@ -102,7 +102,7 @@ func matches(scheme, id, aclID string) bool {
 
 // fixACL is ZooKeeper's fixupACL: the ACL a create or setACL stores, or
 // InvalidACL. The auth scheme stands for every authenticated identity of the
-// requester (digest ones; an ip is not authenticated), duplicates go. nil is the
+// requester (digest and sasl ones; an ip is not authenticated), duplicates go. nil is the
 // open ACL (a client's empty list never gets here: the client port refuses it).
 func fixACL(acl []ACL, auth []ID) ([]ACL, Code) {
 	if len(acl) == 0 {
@@ -124,11 +124,11 @@ func fixACL(acl []ACL, auth []ID) ([]ACL, Code) {
 		case "auth":
 			n := len(out)
 			for _, id := range auth {
-				if id.Scheme == "digest" {
+				if authenticated(id) {
 					add(ACL{Perms: a.Perms, ID: id})
 				}
 			}
-			if len(out) == n && !slices.ContainsFunc(auth, func(id ID) bool { return id.Scheme == "digest" }) {
+			if len(out) == n && !slices.ContainsFunc(auth, authenticated) {
 				return nil, InvalidACL
 			}
 		case "digest":
@@ -141,11 +141,30 @@ func fixACL(acl []ACL, auth []ID) ([]ACL, Code) {
 				return nil, InvalidACL
 			}
 			add(a)
+		case "sasl":
+			if !validSASL(a.ID.ID) {
+				return nil, InvalidACL
+			}
+			add(a)
 		default:
 			return nil, InvalidACL
 		}
 	}
 	return stored(out), Ok
+}
+
+// authenticated reports whether an identity was proven (a digest, a SASL user),
+// which the auth scheme stands for; an ip is not.
+func authenticated(id ID) bool { return id.Scheme == "digest" || id.Scheme == "sasl" }
+
+// validSASL is ZooKeeper's check of a sasl ACL id, that it reads as a Kerberos
+// name: a plain name, or name[/host]@REALM.
+func validSASL(s string) bool {
+	if !strings.Contains(s, "@") {
+		return true
+	}
+	name, realm, _ := strings.Cut(s, "@")
+	return !strings.ContainsAny(realm, "/@") && strings.Count(name, "/") <= 1
 }
 
 func validIP(s string) bool {

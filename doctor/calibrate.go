@@ -33,16 +33,19 @@ type Point struct {
 	Multiple float64 `json:"multiple"`
 	Rate     float64 `json:"rate"` // total req/s
 	DCs      []DC    `json:"dcs,omitempty"`
-	// Verdict is the hiccup meter's on the run's measured window (analysis.Trusted,
+	// Verdict is the host's on the run's measured window (analysis.Trusted,
 	// Degraded, Untrusted; "" for the simulator, which has no host).
-	Verdict      string   `json:"verdict,omitempty"`
-	Reasons      []string `json:"reasons,omitempty"`
-	StalledPct   float64  `json:"stalled_requests_pct"`
-	StallMaxMS   float64  `json:"stall_max_ms"`
-	AchievedRate float64  `json:"achieved_rate"`
-	SendLagP99MS float64  `json:"send_lag_p99_ms"`
-	WallS        float64  `json:"wall_s"`
-	Error        string   `json:"error,omitempty"`
+	Verdict string   `json:"verdict,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Moved is what the verdict rests on: how far the host moved the window's mean,
+	// p99, p999 and send lag (analysis.HostWindow.Moved).
+	Moved        string  `json:"host_moved,omitempty"`
+	StalledPct   float64 `json:"stalled_requests_pct"`
+	StallMaxMS   float64 `json:"stall_max_ms"`
+	AchievedRate float64 `json:"achieved_rate"`
+	SendLagP99MS float64 `json:"send_lag_p99_ms"`
+	WallS        float64 `json:"wall_s"`
+	Error        string  `json:"error,omitempty"`
 }
 
 // DC is one data center's latency in a run's measured window, ms.
@@ -346,7 +349,7 @@ func runPoint(ctx context.Context, o Options, base *spec.Spec, t Target, k float
 	}
 	p.AchievedRate, p.SendLagP99MS = sum.AchievedRate, sum.SendLagMS.P99
 	if hw := sum.Host["before"]; hw != nil {
-		p.Verdict, p.Reasons, p.StalledPct, p.StallMaxMS = hw.Verdict, hw.Reasons, hw.StalledPct, hw.StallMaxMS
+		p.Verdict, p.Reasons, p.Moved, p.StalledPct, p.StallMaxMS = hw.Verdict, hw.Reasons, hw.Moved(), hw.StalledPct, hw.StallMaxMS
 	}
 	return p
 }

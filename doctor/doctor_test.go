@@ -170,9 +170,9 @@ func sample() *Report {
 		Backends: []Backend{{Target: "local/poled", Runs: true}, {Target: "local/zookeeper", Why: "flavor zookeeper: java not found"}},
 		Calibration: &Calibration{Spec: "two-dc", DurationS: 10, WarmupS: 2, BaseRate: 1000, ZooKeeperWarmUpS: 10, Points: []Point{
 			{Target: "sim", Multiple: 1, Rate: 1000, DCs: []DC{{Name: "D1", MeanMS: 21.5, P99MS: 22.4, ModelMS: ptr(20.9)}, {Name: "D2", MeanMS: 0.8, P99MS: 0.9, ModelMS: ptr(0.2)}}},
-			{Target: "local/poled", Multiple: 1, Rate: 1000, Verdict: "trusted", StalledPct: 0.1, StallMaxMS: 6.3, SendLagP99MS: 1.1,
+			{Target: "local/poled", Multiple: 1, Rate: 1000, Verdict: "trusted", Moved: "mean 0.05 ms (D2 of 1.20), p99 0.80 ms (D2 of 3.10)", StalledPct: 0.1, StallMaxMS: 6.3, SendLagP99MS: 1.1,
 				DCs: []DC{{Name: "D1", MeanMS: 22.3, P99MS: 25.1, ModelMS: ptr(20.9), SimMS: ptr(21.5)}, {Name: "D2", MeanMS: 1.2, P99MS: 3.1, ModelMS: ptr(0.2), SimMS: ptr(0.8)}}},
-			{Target: "local/poled", Multiple: 2, Rate: 2000, Verdict: "degraded", Reasons: []string{"a process stalled 60 ms (degraded above 50 ms)"},
+			{Target: "local/poled", Multiple: 2, Rate: 2000, Verdict: "degraded", Reasons: []string{"the host's stalls moved D2's p99 by 6.00 ms of 9.00 (degraded above 5.00 ms: the larger of 5 ms and 25 %)"},
 				DCs: []DC{{Name: "D1", MeanMS: 23.0, P99MS: 30.0}, {Name: "D2", MeanMS: 1.9, P99MS: 9.0}}},
 		}},
 		Emulates: []Emulation{
@@ -202,7 +202,7 @@ func TestRender(t *testing.T) {
 		"java         could not check: flavor zookeeper: java not found\n",
 		"backends     run here: local/poled\n",
 		"             not local/zookeeper: flavor zookeeper: java not found\n",
-		"local/poled      1000 (1x)     D1      22.3     25.1     21.5     20.9      +0.8  trusted: 0.10 % of requests overlapped a stall of 5 ms+, longest 6.3 ms; send lag p99 1.1 ms\n",
+		"local/poled      1000 (1x)     D1      22.3     25.1     21.5     20.9      +0.8  trusted: the host moved mean 0.05 ms (D2 of 1.20), p99 0.80 ms (D2 of 3.10); longest stall 6.3 ms; send lag p99 1.1 ms\n",
 		"                               D2       1.2      3.1      0.8      0.2      +0.4  \n",
 		"  local/poled      at 1000 req/s D1 +0.8 ms (+1.4), D2 +0.4 ms (+1.0); trusted up to 1000 req/s (1x); degraded at 2000 req/s (2x)\n",
 		"  local/zookeeper  not calibrated: cannot run here: flavor zookeeper: java not found\n",

@@ -232,7 +232,7 @@ func hostCell(p Point) string {
 	case p.Target == "sim":
 		s = "(no host: virtual time)"
 	case p.Verdict != "":
-		s = fmt.Sprintf("%s: %.2f %% of requests overlapped a stall of 5 ms+, longest %.1f ms; send lag p99 %.1f ms", p.Verdict, p.StalledPct, p.StallMaxMS, p.SendLagP99MS)
+		s = fmt.Sprintf("%s: the host moved %s; longest stall %.1f ms; send lag p99 %.1f ms", p.Verdict, cmp.Or(p.Moved, "nothing measured"), p.StallMaxMS, p.SendLagP99MS)
 	}
 	if p.Error != "" {
 		if s != "" {

@@ -42,6 +42,12 @@ const (
 	LinkChange Kind = "LINK_CHANGE" // a link schedule changed a server's egress links
 	LoadStart  Kind = "LOAD_START"
 	LoadEnd    Kind = "LOAD_END"
+	// The placement controller beside the cluster: a decision (Leader: who led,
+	// Server: the policy's choice, Reason: why; the record carries the rest), and the
+	// controller stopping (killed, or exited: Reason) and starting again.
+	Placement        Kind = "PLACEMENT"
+	PlacementStopped Kind = "PLACEMENT_STOPPED"
+	PlacementStarted Kind = "PLACEMENT_STARTED"
 )
 
 // Event is one moment of a node's life, stamped with the wall clock so that events

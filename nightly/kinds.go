@@ -55,7 +55,7 @@ type kind struct {
 var kinds = map[string]kind{
 	KindRun: {
 		usesSpec: true,
-		goals:    map[string]bool{"measured_minus_model_ms": true},
+		goals:    map[string]bool{"measured_minus_model_ms": true, "rtt_error_pct_max": true},
 		apply:    applyRun,
 		planned:  plannedRun,
 		where: func(e Entry) string {
@@ -106,6 +106,14 @@ var kinds = map[string]kind{
 		where:    simInstructionsWhere,
 		check:    func(context.Context, Entry) error { return callgrind.Available() },
 		run:      runSimInstructions,
+	},
+	KindKazoo: {
+		goals:   map[string]bool{},
+		apply:   applyKazoo,
+		planned: plannedKazoo,
+		where:   kazooWhere,
+		check:   checkKazoo,
+		run:     runKazoo,
 	},
 }
 

@@ -249,6 +249,8 @@ func describe(e Entry) string {
 		return fmt.Sprintf("the simulator's instructions on %s (%s), 1 × %v", e.Resolved.Name, e.Where(), e.Resolved.Duration)
 	case KindSimSpeed:
 		return fmt.Sprintf("the simulator's speed on %s (%s), %d × %v", e.Resolved.Name, e.Where(), e.Resolved.Repetitions, e.Resolved.Duration)
+	case KindKazoo:
+		return fmt.Sprintf("kazoo's suite (%d modules) on %s", len(e.Kazoo.Modules), e.Where())
 	}
 	return fmt.Sprintf("write benchmark on %s, %d windows of %v", e.Where(), e.Load.Repetitions, e.Load.Duration)
 }

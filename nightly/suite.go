@@ -49,7 +49,7 @@ type Suite struct {
 // Entry is one experiment of a suite.
 type Entry struct {
 	Name string         // directory name below the output, and the metrics' prefix
-	Kind string         // how it runs: a key of kinds (KindRun, KindBench, KindSimSpeed)
+	Kind string         // how it runs: a key of kinds (KindRun, KindBench, KindSimSpeed, ...)
 	Spec string         // KindRun, KindSimSpeed: shipped spec name or file
 	Set  []spec.Setting // settings, in order: the spec's overrides, or the benchmark's
 	// InQuick puts the entry in the --quick set, with Quick applied after Set.
@@ -66,6 +66,8 @@ type Entry struct {
 	Load *bench.Config
 	// Workers are the worker counts a sim-speed entry simulates each repetition at.
 	Workers []int
+	// Kazoo is a kazoo entry's run of kazoo's suite.
+	Kazoo *Kazoo
 }
 
 // Planned estimates how long the entry runs, for the ETA and the suite's budget.
@@ -387,6 +389,20 @@ func (p parser) goal(e Entry, n *yaml.Node, path string) (benchdata.Goal, error)
 		}
 		return f, nil
 	}
+	// positive sets *dst to a number above 0 (what names what it is, in the error).
+	positive := func(dst **float64, what string) func(*yaml.Node, string) error {
+		return func(v *yaml.Node, fp string) error {
+			x, err := num(v, fp)
+			if err != nil {
+				return err
+			}
+			if x <= 0 {
+				return p.errf(v, fp, "%g: %s above 0", x, what)
+			}
+			*dst = &x
+			return nil
+		}
+	}
 	fields := map[string]func(*yaml.Node, string) error{
 		// A number X is [-X, +X]; a mapping gives min and max.
 		"measured_minus_model_ms": func(v *yaml.Node, fp string) error {
@@ -415,17 +431,8 @@ func (p parser) goal(e Entry, n *yaml.Node, path string) (benchdata.Goal, error)
 			g.MeasuredMinusModelMS = &r
 			return nil
 		},
-		"throughput_ratio_min": func(v *yaml.Node, fp string) error {
-			x, err := num(v, fp)
-			if err != nil {
-				return err
-			}
-			if x <= 0 {
-				return p.errf(v, fp, "%g: a ratio above 0", x)
-			}
-			g.ThroughputRatioMin = &x
-			return nil
-		},
+		"throughput_ratio_min": positive(&g.ThroughputRatioMin, "a ratio"),
+		"rtt_error_pct_max":    positive(&g.RTTErrorPctMax, "a percentage"),
 		"no_trend": func(v *yaml.Node, fp string) error {
 			b, err := strconv.ParseBool(v.Value)
 			if v.Kind != yaml.ScalarNode || err != nil || v.Tag != "!!bool" {

@@ -15,6 +15,7 @@ import (
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/zkcompat"
 )
 
 // TestDefaultSuite checks the shipped suite: its entries, their goals, the --quick
@@ -47,6 +48,7 @@ func TestDefaultSuite(t *testing.T) {
 		"sim-speed-nine-dc":        {"sim, workers 1, 2", 0, false},
 		"sim-instructions-two-dc":  {"sim under callgrind, 1 worker", 0, false},
 		"sim-instructions-nine-dc": {"sim under callgrind, 1 worker", 0, false},
+		"kazoo":                    {"kazoo's harness, 3 servers: zookeeper, poled", 0, false},
 	}
 	if len(s.Entries) != len(wants) {
 		t.Errorf("%d entries, want %d", len(s.Entries), len(wants))
@@ -70,6 +72,12 @@ func TestDefaultSuite(t *testing.T) {
 		if e.Kind == KindSimSpeed {
 			if !e.Goal.IsZero() || !slices.Equal(e.Workers, []int{1, 2}) || e.Resolved.Repetitions < 4 {
 				t.Errorf("%s: goal %v, workers %v, %d repetitions", e.Name, e.Goal, e.Workers, e.Resolved.Repetitions)
+			}
+			continue
+		}
+		if e.Kind == KindKazoo {
+			if !e.Goal.IsZero() || !slices.Equal(e.Kazoo.Modules, zkcompat.CIModules) {
+				t.Errorf("%s: goal %v, modules %v: CI's, judged by zkcompat.Compare", e.Name, e.Goal, e.Kazoo.Modules)
 			}
 			continue
 		}
@@ -175,7 +183,7 @@ func TestBadSuites(t *testing.T) {
 		{"unknown entry field", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    sets: []\n", "bad.yaml:5: experiments[0].sets: unknown field (known: goal, kind, name, quick, set, spec)"},
 		{"no spec", "name: x\nexperiments:\n  - name: a\n", "bad.yaml:3: experiments[0].spec: missing"},
 		{"unknown spec", "name: x\nexperiments:\n  - name: a\n    spec: four-dc\n", "bad.yaml:3: experiments[0].spec: four-dc is neither a file nor a shipped spec"},
-		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: bench, run, sim-instructions, sim-speed)`},
+		{"unknown kind", "name: x\nexperiments:\n  - name: a\n    kind: sim\n    spec: two-dc\n", `bad.yaml:3: experiments[0].kind: unknown kind "sim" (known: bench, kazoo, run, sim-instructions, sim-speed)`},
 		{"bad name", "name: x\nexperiments:\n  - name: a/b\n    spec: two-dc\n", `bad.yaml:3: experiments[0].name: "a/b"`},
 		{"twice", "name: x\nexperiments:\n  - {name: a, spec: two-dc}\n  - {name: a, spec: two-dc}\n", `bad.yaml:4: experiments[1].name: "a" is also the name of the entry at bad.yaml:3`},
 		{"not name=value", "name: x\nexperiments:\n  - name: a\n    spec: two-dc\n    set: [duration]\n", `bad.yaml:5: experiments[0].set[0]: override "duration": want name=value`},
@@ -189,8 +197,9 @@ func TestBadSuites(t *testing.T) {
 		{"goal negative", entry + "    goal: {measured_minus_model_ms: -1}\n", "bad.yaml:6: experiments[0].goal.measured_minus_model_ms: -1: a tolerance is not negative"},
 		{"goal range upside down", entry + "    goal:\n      measured_minus_model_ms: {min: 2, max: 1}\n", "bad.yaml:7: experiments[0].goal.measured_minus_model_ms: min 2 is above max 1"},
 		{"goal range half", entry + "    goal:\n      measured_minus_model_ms: {max: 1}\n", "bad.yaml:7: experiments[0].goal.measured_minus_model_ms.min: missing"},
-		{"goal unknown", entry + "    goal:\n      latency_ms: 1\n", "bad.yaml:7: experiments[0].goal.latency_ms: unknown field (known: measured_minus_model_ms, no_trend, throughput_ratio_min)"},
-		{"goal of another kind", entry + "    goal:\n      no_trend: true\n", "bad.yaml:7: experiments[0].goal.no_trend: not a goal of kind run (its goals: measured_minus_model_ms)"},
+		{"goal unknown", entry + "    goal:\n      latency_ms: 1\n", "bad.yaml:7: experiments[0].goal.latency_ms: unknown field (known: measured_minus_model_ms, no_trend, rtt_error_pct_max, throughput_ratio_min)"},
+		{"goal of another kind", entry + "    goal:\n      no_trend: true\n", "bad.yaml:7: experiments[0].goal.no_trend: not a goal of kind run (its goals: measured_minus_model_ms, rtt_error_pct_max)"},
+		{"rtt goal not above 0", entry + "    goal: {rtt_error_pct_max: 0}\n", "bad.yaml:6: experiments[0].goal.rtt_error_pct_max: 0: a percentage above 0"},
 		{"goal empty", entry + "    goal: {}\n", "bad.yaml:6: experiments[0].goal: an empty goal"},
 		{"goal not a mapping", entry + "    goal: 1\n", "bad.yaml:6: experiments[0].goal: expected a mapping"},
 		{"bench goal of a run", benchEntry + "    goal: {measured_minus_model_ms: 1}\n", "bad.yaml:6: experiments[0].goal.measured_minus_model_ms: not a goal of kind bench"},
@@ -218,6 +227,12 @@ func TestBadSuites(t *testing.T) {
 		{"sim-speed on a backend", speedEntry + "    set: [backend=docker]\n", "bad.yaml:6: experiments[0].set[0]: backend=docker: a sim-speed entry always runs the simulator"},
 		{"sim-speed bad override", speedEntry + "    set: [workers=1, bogus=2]\n", `bad.yaml:6: experiments[0].set[1]: unknown override "bogus"`},
 		{"sim-speed goal", speedEntry + "    goal: {measured_minus_model_ms: 1}\n", "bad.yaml:6: experiments[0].goal: kind sim-speed takes no goal"},
+		// The kazoo kind.
+		{"kazoo with a spec", "name: x\nexperiments:\n  - name: k\n    kind: kazoo\n    spec: two-dc\n", "bad.yaml:5: experiments[0].spec: kind kazoo takes no spec"},
+		{"kazoo unknown module", "name: x\nexperiments:\n  - name: k\n    kind: kazoo\n    set: [\"modules=test_client,test_zoo\"]\n", `bad.yaml:5: experiments[0].set[0]: modules=test_client,test_zoo: "test_zoo" is not a module of kazoo's suite`},
+		{"kazoo bad size", "name: x\nexperiments:\n  - name: k\n    kind: kazoo\n    set: [modules=ci, size=0]\n", `bad.yaml:5: experiments[0].set[1]: size=0: "0" is not a number of servers`},
+		{"kazoo unknown setting", "name: x\nexperiments:\n  - name: k\n    kind: kazoo\n    set: [duration=1s]\n", `bad.yaml:5: experiments[0].set[0]: unknown setting "duration" of kind kazoo (known: modules, size)`},
+		{"kazoo goal", "name: x\nexperiments:\n  - name: k\n    kind: kazoo\n    goal: {no_trend: true}\n", "bad.yaml:5: experiments[0].goal: kind kazoo takes no goal"},
 		{"bench bad config", "name: x\nexperiments:\n  - name: b\n    kind: bench\n    set: [servers=12]\n", "bad.yaml:3: experiments[0].set: --servers: 12 servers: 1 to 9"},
 	}
 	for _, tc := range tests {

@@ -1,10 +1,13 @@
-package placement
+package placement_test
+
+// An external test, since the spec it reads its layouts from imports placement.
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/polebench/polebench/model"
+	. "github.com/polebench/polebench/placement"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"

@@ -32,6 +32,9 @@ type Record struct {
 	// Fault is the nemesis kind behind a harness KILL or RESTART (crash, kill, restart).
 	Fault nemesis.Kind `json:"fault,omitempty"`
 	Error string       `json:"error,omitempty"`
+	// Placement is a PLACEMENT's decision as the controller reported it (its
+	// scores, the eligible members, the move's outcome), kept verbatim.
+	Placement json.RawMessage `json:"placement,omitempty"`
 }
 
 // At is the record's instant on the run's clock.

@@ -97,6 +97,13 @@ type Config struct {
 	// SuperDigest is ZooKeeper's DigestAuthenticationProvider.superDigest
 	// ("super:base64(sha1(super:password))"): the digest user that passes every ACL.
 	SuperDigest string `json:"super_digest,omitempty"`
+	// JAASConfig is the JAAS login file ZooKeeper's java.security.auth.login.config
+	// names: the users of its Server section's DigestLoginModule may authenticate
+	// with SASL DIGEST-MD5. Empty: SASL exchanges fail, as on such a ZooKeeper.
+	JAASConfig string `json:"jaas_config,omitempty"`
+	// SASLProvider registers the sasl ACL scheme, as ZooKeeper's
+	// authProvider.N=org.apache.zookeeper.server.auth.SASLAuthenticationProvider does.
+	SASLProvider bool `json:"sasl_provider,omitempty"`
 	// ExtendedTypes is ZooKeeper's extendedTypesEnabled: TTL nodes may be created.
 	ExtendedTypes bool `json:"extended_types,omitempty"`
 	// ContainerCheck is how often the leader deletes the containers and TTL nodes

@@ -53,6 +53,8 @@ func ParseFlags(name string, args []string, output io.Writer) (*Config, error) {
 	fs.StringVar(&c.LinkMode, "link-mode", c.LinkMode, "how the link plan is applied: user-space (default), kernel (this server's own interface: CAP_NET_ADMIN and sch_netem), auto (kernel when it can)")
 	fs.StringVar(&c.LinkDev, "link-dev", c.LinkDev, "interface for kernel links (default: the one routing to the peers)")
 	fs.StringVar(&c.SuperDigest, "super-digest", c.SuperDigest, "ZooKeeper's superDigest, super:base64(sha1(super:password)): the user every ACL admits")
+	fs.StringVar(&c.JAASConfig, "jaas-config", c.JAASConfig, "JAAS login file whose Server section's DigestLoginModule lists the SASL DIGEST-MD5 users (ZooKeeper's java.security.auth.login.config)")
+	fs.BoolVar(&c.SASLProvider, "sasl-provider", c.SASLProvider, "accept sasl ACLs (ZooKeeper's authProvider.N=org.apache.zookeeper.server.auth.SASLAuthenticationProvider)")
 	fs.BoolVar(&c.ExtendedTypes, "extended-types", c.ExtendedTypes, "allow TTL nodes (ZooKeeper's extendedTypesEnabled)")
 	durationVar(fs, &c.ContainerCheck, "container-check", "how often the leader deletes due container and TTL nodes (default 1m, ZooKeeper's znode.container.checkIntervalMs)")
 	fs.Func("four-letter-words", "4lw whitelist, comma-separated, * for all (default: every word poled answers)", func(s string) error {

@@ -295,12 +295,20 @@ func (n *Node) startTransports(links userLinks) {
 func (n *Node) startServers() error {
 	cfg := n.cfg
 	secret := sha256.Sum256(fmt.Appendf(nil, "polebench ensemble of %d", len(cfg.Servers)))
+	var users map[string]string
+	if cfg.JAASConfig != "" {
+		var err error
+		if users, err = zkserver.ReadJAAS(cfg.JAASConfig); err != nil {
+			return fmt.Errorf("client port: %w", err)
+		}
+	}
 	var err error
 	n.zk, err = zkserver.New(zkserver.Config{
 		ServerID: int64(cfg.ID), Tick: time.Duration(cfg.Tick),
 		MinSessionTimeout: time.Duration(cfg.MinSessionTimeout), MaxSessionTimeout: time.Duration(cfg.MaxSessionTimeout),
 		Secret: secret[:], Logger: n.log.With("port", "client"), Replied: n.replied,
 		FourLetterWords: cfg.FourLetterWords, SuperDigest: cfg.SuperDigest, ExtendedTypes: cfg.ExtendedTypes,
+		SASLUsers: users, SASLProvider: cfg.SASLProvider,
 	}, (*clientPortView)(n))
 	if err != nil {
 		return fmt.Errorf("client port: %w", err)

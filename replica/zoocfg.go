@@ -206,6 +206,9 @@ func (z *zooParser) config() (*Config, error) {
 		errs = append(errs, err)
 	}
 	c.SuperDigest = z.vals["DigestAuthenticationProvider.superDigest"]
+	for _, key := range z.keys {
+		c.SASLProvider = c.SASLProvider || strings.HasPrefix(key, "authProvider.") && z.vals[key] == saslProvider
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -215,15 +218,23 @@ func (z *zooParser) config() (*Config, error) {
 	for _, key := range z.keys {
 		if why, ok := ignoredZooKeys[key]; ok {
 			z.note(key, why)
-		} else if !ok && !zooKnown(key) {
+		} else if strings.HasPrefix(key, "authProvider.") && z.vals[key] != saslProvider {
+			z.note(key, "poled's providers are ip, digest and sasl")
+		} else if !zooKnown(key) {
 			z.note(key, "poled does not know it")
 		}
 	}
 	return &c, nil
 }
 
+// saslProvider is the authProvider.N value that registers the sasl ACL scheme.
+const saslProvider = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+
 // zooKnown reports whether config() reads key itself.
 func zooKnown(key string) bool {
+	if strings.HasPrefix(key, "authProvider.") {
+		return true
+	}
 	switch key {
 	case "dataDir", "clientPort", "admin.serverPort", "tickTime", "minSessionTimeout", "maxSessionTimeout",
 		"4lw.commands.whitelist", "extendedTypesEnabled", "DigestAuthenticationProvider.superDigest":

@@ -58,8 +58,10 @@ func TestLoadZooConfig(t *testing.T) {
 		t.Errorf("session timeouts %v..%v, want ZooKeeper's 2..20 ticks", c.MinSessionTimeout, c.MaxSessionTimeout)
 	case !slices.Equal(c.FourLetterWords, []string{"*"}):
 		t.Errorf("4lw whitelist %v", c.FourLetterWords)
+	case !c.SASLProvider:
+		t.Errorf("authProvider.1 names the SASL provider: sasl ACLs should be valid")
 	}
-	for _, key := range []string{"maxClientCnxns", "authProvider.1", "reconfigEnabled", "peerType", "initLimit"} {
+	for _, key := range []string{"maxClientCnxns", "reconfigEnabled", "peerType", "initLimit"} {
 		if !slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, ": "+key+" ignored") }) {
 			t.Errorf("no note for %s in %q", key, notes)
 		}

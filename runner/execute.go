@@ -98,8 +98,16 @@ func (r *clusterRun) load(ctx context.Context, t *trial.Test, cl cluster.Cluster
 	servers := cl.Servers()
 	r.start = time.Now()
 	r.harness.add(record.Harness(0, event.LoadStart, 0, nil))
+	pl, err := r.startPlacer(ctx, t, servers)
+	defer pl.stop(false) // gone whatever happens: nothing is left behind
+	if err != nil {
+		return nil, err
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var beside sync.WaitGroup
+	if pl != nil {
+		beside.Go(func() { pl.play(runCtx, t.Spec.ControllerFaults()) })
+	}
 	beside.Go(func() {
 		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, newTarget(cl), t.Faults, r.observer(cl, w, servers))
 	})
@@ -111,6 +119,7 @@ func (r *clusterRun) load(ctx context.Context, t *trial.Test, cl cluster.Cluster
 	wres, werr := w.RunFrom(ctx, r.start)
 	r.harness.add(record.Harness(time.Since(r.start), event.LoadEnd, 0, werr))
 	stop()
+	pl.stop(false)
 	beside.Wait()
 	r.o.Progress.Done()
 	return wres, werr

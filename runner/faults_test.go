@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,8 +120,10 @@ func faultsOn(t *testing.T, backend, faults, duration string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Run(ctx, Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(testWriter{t}), Fsync: true})
+	out := t.TempDir()
+	res, err := Run(ctx, Options{Spec: s, Out: out, Progress: progress.NewPlain(testWriter{t}), Fsync: true})
 	if err != nil {
+		logFaults(t, out) // a run that ends in error is diagnosed by what its nemesis did
 		t.Fatal(err)
 	}
 	sum := res.Summaries[0]
@@ -151,6 +154,28 @@ func faultsOn(t *testing.T, backend, faults, duration string) {
 			t.Errorf("no %s in the timeline", k)
 		}
 	}
+}
+
+// logFaults logs every harness record of the run directories under out: the faults as
+// carried out, with their errors, and what the harness saw of the servers.
+func logFaults(t *testing.T, out string) {
+	t.Helper()
+	_ = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != "events.jsonl" {
+			return err
+		}
+		tl, err := record.ReadEvents(p)
+		if err != nil {
+			t.Logf("%s: %v", p, err)
+			return nil
+		}
+		for _, e := range tl {
+			if e.Source == record.SourceHarness {
+				t.Logf("%8.0f ms  %s %s p%d %s", e.AtMS, e.Kind, e.Fault, e.Server, e.Error)
+			}
+		}
+		return nil
+	})
 }
 
 // TestZooKeeperPause: a ZooKeeper server is a JVM of this host, paused by SIGSTOP and

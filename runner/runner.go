@@ -59,6 +59,10 @@ type Options struct {
 	// AfterLoad, if set, is called on a real cluster once the load and the faults are
 	// over and before the read-back (a check's convergence); its error is the run's.
 	AfterLoad func(ctx context.Context, cl cluster.Cluster) error
+	// Controller is the command that runs a placement controller on a job file (it
+	// gets --job FILE after it); default: this program's own place subcommand
+	// (os.Executable() place), which a test binary gives through its TestMain.
+	Controller []string
 	// Broken, for the checkers' tests only, breaks the named servers on purpose
 	// (cluster.Options.Broken; the local backend's servers only).
 	Broken map[int]replica.Variant

@@ -21,7 +21,7 @@ packages=(
 	make git ca-certificates
 	iproute2                                  # tc's distribution tables (netem tests)
 	zookeeper                                 # real ZooKeeper and zkCli.sh (workload, zkserver tests)
-	python3-kazoo python3-pytest python3-mock python3-objgraph # kazoo's own test suite, run against ZooKeeper and poled (zkcompat)
+	python3-kazoo python3-pytest python3-mock python3-objgraph python3-pure-sasl # kazoo's own test suite, run against ZooKeeper and poled (zkcompat)
 	etcd-server                               # real etcd 3.4 (the etcd flavor: cluster/etcd)
 	qemu-system-x86 linux-image-cloud-amd64   # the VM test of the kernel netem applier
 	busybox-static xz-utils cpio              # the VM's initramfs

@@ -10,6 +10,7 @@ import (
 
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/placement"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/workload/arrival"
 )
@@ -151,6 +152,12 @@ var overrides = []Override{
 		func(s *Spec, v string) error { s.Backend = v; return nil }},
 	{"flavor", "", "flavor", // Usage: made in Overrides, once the flavors registered
 		func(s *Spec, v string) error { s.Flavor = v; return nil }},
+	{"placement", "placement policy: " + strings.Join(placement.Names(), ", ") + "; priority:ID,ID,... gives its order (placement)", "placement",
+		func(s *Spec, v string) error {
+			p, err := parsePlacement(v)
+			s.Placement = p
+			return err
+		}},
 	{"repetitions", "runs per point (repetitions)", "repetitions",
 		func(s *Spec, v string) error { return parseInt(v, &s.Repetitions) }},
 	{"seed", "random seed of the run (seed)", "seed",
@@ -283,6 +290,11 @@ func (s *Spec) Clone() *Spec {
 	c.Faults = slices.Clone(s.Faults)
 	c.Outdate = slices.Clone(s.Outdate)
 	c.Links = s.Links.clone()
+	if s.Placement != nil {
+		p := *s.Placement
+		p.Priority = slices.Clone(p.Priority)
+		c.Placement = &p
+	}
 	c.pos = maps.Clone(s.pos)
 	if c.pos == nil {
 		c.pos = map[string]string{}

@@ -69,7 +69,7 @@ func TestOverrideErrors(t *testing.T) {
 		sets []Setting
 		want string
 	}{
-		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, rtt, preload-mb, init-limit, payload, arrival, warmup, jitter, dist, window-kb, backend, flavor, repetitions, seed)`},
+		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, rtt, preload-mb, init-limit, payload, arrival, warmup, jitter, dist, window-kb, backend, flavor, placement, repetitions, seed)`},
 		{dep1, []Setting{{"p", "half"}}, `override p=half: rates.skew.p: "half" is not a number`},
 		{dep1, []Setting{{"p", "1.5"}}, "override p=1.5: rates.skew.p: p = 1.5 is outside [0, 1]"},
 		{dep1, []Setting{{"hot", "D9"}}, `override hot=D9: rates.skew.hot: unknown data center "D9"`},

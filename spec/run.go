@@ -80,6 +80,11 @@ type Fault struct {
 	LoseUnsynced  int       `json:",omitempty"`
 	TornTail      int       `json:",omitempty"`
 	SlowDisk      *SlowDisk `json:",omitempty"`
+	// KillController and RestartController stop the placement controller (SIGKILL)
+	// and start it again (kill: controller, restart: controller): the harness's own
+	// faults, not the nemesis's (ControllerFaults).
+	KillController    bool `json:",omitempty"`
+	RestartController bool `json:",omitempty"`
 }
 
 // SlowDisk makes Server's log writes take Delay longer (0: back to normal).
@@ -90,6 +95,10 @@ type SlowDisk struct {
 
 func (f Fault) String() string {
 	switch {
+	case f.KillController:
+		return fmt.Sprintf("kill the placement controller at %v", f.At)
+	case f.RestartController:
+		return fmt.Sprintf("restart the placement controller at %v", f.At)
 	case f.Kill != 0:
 		return fmt.Sprintf("kill %s at %v", topology.Name(f.Kill), f.At)
 	case f.Restart != 0:
@@ -289,6 +298,16 @@ func decodeFaults(d *decoder, s *Spec) field {
 		}
 		return server(&f.Isolate)(n, path)
 	}
+	// kill and restart: a server id, or controller (the placement controller).
+	orController := func(dst *int, ctl *bool) field {
+		return func(n *yaml.Node, path string) error {
+			if v, err := d.scalar(n, path); err == nil && v == "controller" {
+				*ctl = true
+				return nil
+			}
+			return server(dst)(n, path)
+		}
+	}
 	slow := func(n *yaml.Node, path string) error {
 		f.SlowDisk = &SlowDisk{}
 		return d.mapping(n, path, map[string]field{
@@ -302,8 +321,8 @@ func decodeFaults(d *decoder, s *Spec) field {
 			f = Fault{}
 			err := d.mapping(e, p, map[string]field{
 				"at":            d.duration(&f.At),
-				"kill":          server(&f.Kill),
-				"restart":       server(&f.Restart),
+				"kill":          orController(&f.Kill, &f.KillController),
+				"restart":       orController(&f.Restart, &f.RestartController),
 				"isolate":       isolate,
 				"heal":          d.boolean(&f.Heal),
 				"partition":     partition,
@@ -395,6 +414,8 @@ func (s *Spec) schedule() []nemesis.Fault {
 		p := index("faults", i)
 		var nf nemesis.Fault
 		switch {
+		case f.KillController || f.RestartController:
+			continue // the harness's, not the nemesis's: ControllerFaults
 		case f.Kill != 0:
 			nf = nemesis.Fault{Kind: nemesis.Kill, Server: f.Kill, Source: p + ".kill"}
 		case f.Restart != 0:
@@ -460,6 +481,31 @@ func (s *Spec) schedule() []nemesis.Fault {
 		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(rank(a), rank(b)))
 	})
 	return ev
+}
+
+// ControllerFault is a kill or a restart of the placement controller, at At from the
+// start of the load; Source is the spec field that asked for it.
+type ControllerFault struct {
+	At     time.Duration
+	Kill   bool // else a restart
+	Source string
+}
+
+// ControllerFaults are the spec's kills and restarts of the placement controller, in
+// time order (the spec's order at one instant).
+func (s *Spec) ControllerFaults() []ControllerFault {
+	var out []ControllerFault
+	for i, f := range s.Faults {
+		if f.KillController || f.RestartController {
+			field := ".restart"
+			if f.KillController {
+				field = ".kill"
+			}
+			out = append(out, ControllerFault{At: f.At, Kill: f.KillController, Source: index("faults", i) + field})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ControllerFault) int { return cmp.Compare(a.At, b.At) })
+	return out
 }
 
 // FaultSchedule is the run's nemesis schedule in time order: the crash of the initial

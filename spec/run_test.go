@@ -156,8 +156,8 @@ func TestRunErrors(t *testing.T) {
 		// faults
 		{"60s", "faults:\n  - {at: 2m, kill: 3}", "x.yaml:10: faults[0].at: 2m0s is outside the run [0, 2m0s)"},
 		{"60s", "faults:\n  - {at: -1s, kill: 3}", "x.yaml:10: faults[0].at: -1s is outside the run [0, 2m0s)"},
-		{"60s", "faults:\n  - {at: 1s, kill: 3}\n  - {at: 2s, kill: 1, restart: 1}", "x.yaml:11: faults[1]: needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
-		{"60s", "faults:\n  - at: 1s", "x.yaml:10: faults[0]: needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
+		{"60s", "faults:\n  - {at: 1s, kill: 3}\n  - {at: 2s, kill: 1, restart: 1}", "x.yaml:11: faults[1]: needs exactly one of kill, restart (a server id, or controller), pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
+		{"60s", "faults:\n  - at: 1s", "x.yaml:10: faults[0]: needs exactly one of kill, restart (a server id, or controller), pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
 		{"60s", "faults:\n  - {kill: 1}", "x.yaml:10: faults[0].at: missing required field"},
 		{"60s", "faults:\n  - {at: 1s, kill: 2}\n  - {at: 2s, restart: 2}\n  - {at: 3s,\n     kill: 9}", "x.yaml:13: faults[2].kill: server 9 is not one of p1..p5"},
 		{"60s", "faults:\n  - {at: 1s, restart: 6}", "x.yaml:10: faults[0].restart: server 6 is not one of p1..p5"},
@@ -168,7 +168,7 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "faults:\n  - {at: 1s, partition: [[1], [7]]}", "x.yaml:10: faults[0].partition[1][0]: server 7 is not one of p1..p5"},
 		{"60s", "faults:\n  - {at: 1s, partition: [1, 2]}", "x.yaml:10: faults[0].partition[0]: expected a list, got \"1\""},
 		{"60s", "faults:\n  - {at: 1s, heal: yes}", `x.yaml:10: faults[0].heal: "yes" is not true or false`},
-		{"60s", "faults:\n  - {at: 1s, isolate: 2, heal: true}", "x.yaml:10: faults[0]: needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
+		{"60s", "faults:\n  - {at: 1s, isolate: 2, heal: true}", "x.yaml:10: faults[0]: needs exactly one of kill, restart (a server id, or controller), pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: halves, one, majority, ring, bridge), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true"},
 		{"60s", "faults:\n  - {at: 1s, kill: p1}", `x.yaml:10: faults[0].kill: "p1" is not an integer`},
 		{"60s", "faults: {at: 1s}", "x.yaml:9: faults: expected a list, got a mapping"},
 		// the faults after kill and restart: partition shapes, isolating a server or a

@@ -48,6 +48,8 @@ type Spec struct {
 	// declares in backend.Flavor.Settings), resolved with their defaults once checked.
 	FlavorSettings map[string]string `json:",omitempty"`
 	Links          Links
+	// Placement is the placement controller beside the cluster; nil: none.
+	Placement *Placement `json:",omitempty"`
 
 	// File is where the spec came from (the name given to Parse).
 	File string
@@ -115,6 +117,7 @@ var sections = []section{
 	{"outdate", false, decodeOutdate},
 	{"faults", false, decodeFaults},
 	{"links", false, decodeLinks},
+	{"placement", false, decodePlacement},
 	{"backend", false, func(d *decoder, s *Spec) field { return d.str(&s.Backend) }},
 	{"flavor", false, decodeFlavor},
 	{"repetitions", false, func(d *decoder, s *Spec) field { return d.integer(&s.Repetitions) }},
@@ -393,7 +396,6 @@ func (s *Spec) RatesByDC() map[string]float64 {
 	return out
 }
 
-// Topology builds the deployment the spec describes.
 // Nodes is each data center's nodes, for those that name them.
 func (s *Spec) Nodes() map[string][]string {
 	m := map[string][]string{}
@@ -405,7 +407,18 @@ func (s *Spec) Nodes() map[string][]string {
 	return m
 }
 
+// Topology builds the deployment the spec describes.
 func (s *Spec) Topology() (*topology.Topology, error) {
+	t, err := topology.New(s.TopologyConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	return t, nil
+}
+
+// TopologyConfig is the deployment the spec describes, unchecked: what Topology
+// builds, and what a placement controller process is given.
+func (s *Spec) TopologyConfig() topology.Config {
 	c := topology.Config{IntraRTT: s.IntraDCRTTMs, Rates: s.RatesByDC()}
 	for _, dc := range s.DataCenters {
 		c.DCs = append(c.DCs, topology.DC{Name: dc.Name, Endpoint: dc.Endpoint, Servers: dc.Servers})
@@ -426,9 +439,5 @@ func (s *Spec) Topology() (*topology.Topology, error) {
 			}
 		}
 	}
-	t, err := topology.New(c)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.File, err)
-	}
-	return t, nil
+	return c
 }

@@ -39,7 +39,7 @@ func (s *Spec) errf(path, format string, args ...any) error {
 
 // validate checks everything that spans fields or that an override can change.
 func (s *Spec) validate() error {
-	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkLinks, s.checkFaults, s.checkFlavor} {
+	for _, check := range []func() error{s.checkName, s.checkDataCenters, s.checkRTT, s.checkRates, s.checkOracle, s.checkRun, s.checkWorkload, s.checkSettings, s.checkLinks, s.checkFaults, s.checkFlavor, s.checkPlacement} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -385,13 +385,13 @@ func (s *Spec) checkFaults() error {
 		set := 0
 		for _, on := range []bool{f.Kill != 0, f.Restart != 0, f.Partition != nil, f.Isolate != 0, f.Heal,
 			f.Shape != "", f.IsolateLeader, f.IsolateDC != "", f.OneWay != nil, f.Pause != 0, f.Resume != 0,
-			f.LoseUnsynced != 0, f.TornTail != 0, f.SlowDisk != nil} {
+			f.LoseUnsynced != 0, f.TornTail != 0, f.SlowDisk != nil, f.KillController, f.RestartController} {
 			if on {
 				set++
 			}
 		}
 		if set != 1 {
-			return s.errf(p, "needs exactly one of kill, restart, pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: %s), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true",
+			return s.errf(p, "needs exactly one of kill, restart (a server id, or controller), pause, resume, lose_unsynced, torn_tail (a server id), partition (groups of ids, or a shape: %s), isolate (a server id, or leader), isolate_dc (a data center), one_way ([[from ids], [to ids]]), slow_disk ({server, delay}), heal: true",
 				strings.Join(nemesis.Shapes, ", "))
 		}
 		for _, id := range []struct {
@@ -559,7 +559,10 @@ func (s *Spec) checkFlavor() error {
 		entry, _, _ := strings.Cut(e.Source, ".")
 		kinds[entry] = e.Kind
 	}
-	for i := range s.Faults {
+	for i, ft := range s.Faults {
+		if ft.KillController || ft.RestartController {
+			continue // the harness's own (checkPlacement)
+		}
 		if k := kinds[index("faults", i)]; !f.Carries.Plays(k) {
 			return s.errf(index("faults", i), "%s: only %s faults (%s)", fl, backend.List(plays), why(string(k)))
 		}

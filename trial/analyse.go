@@ -23,7 +23,7 @@ func Analyse(dir string, t *Test, h *History, d *Derived, log *slog.Logger) (*an
 	ev := analysis.FindEvents(h.Timeline, analysis.Events{WarmupEnd: sp.Workload.Warmup, End: sp.Duration, InitialLeader: sp.InitialLeader})
 	join := d.Join
 	in := analysis.Input{Records: h.Records, Events: ev, OfferedRate: sp.Rates.Total, PayloadBytes: sp.Workload.PayloadBytes,
-		Host: d.Host, Paths: d.Paths, Join: &join}
+		Host: d.Host, Paths: d.Paths, Join: &join, RTT: analysis.CheckRTTs(h.RTTs, t.Plan.At(sp.Duration).RTT)}
 	if pm, err := t.PathModel(); err != nil {
 		log.Warn("no model for the latency anatomy", "err", err)
 	} else {

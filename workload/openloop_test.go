@@ -2,7 +2,9 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +66,44 @@ func TestOpenLoopRate(t *testing.T) {
 	st := openLoop(t, 2000, 3*time.Second, arrival.Poisson)
 	if st.AchievedRate < st.ScheduledRate/2 {
 		t.Errorf("achieved %.0f req/s of %.0f scheduled", st.AchievedRate, st.ScheduledRate)
+	}
+}
+
+// deadAddr is a loopback address nothing listens on: a port just released.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestPrepareConnectFor: Prepare gives up on a server whose sessions never come, after
+// ConnectFor, naming that server and its DC; a live server beside it does not hide it.
+func TestPrepareConnectFor(t *testing.T) {
+	live, dead := standalone(t), deadAddr(t)
+	for _, tc := range []struct {
+		name    string
+		servers []Server
+		want    string
+	}{
+		{"nothing listens", []Server{{ID: 1, DC: "D1", Addr: dead}}, "server 1 of D1 (" + dead + ")"},
+		{"one of two", []Server{{ID: 1, DC: "D1", Addr: live}, {ID: 2, DC: "D2", Addr: dead}},
+			"server 2 of D2 (" + dead + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := New(Config{Servers: tc.servers, SessionsPerServer: 1, ConnectFor: 500 * time.Millisecond, Log: testLog(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			err = w.Prepare(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Prepare: %v; want an error naming %q, a deadline exceeded", err, tc.want)
+			}
+		})
 	}
 }

@@ -19,10 +19,13 @@ import (
 
 // VerifyConfig says where and what to read back after a run.
 type VerifyConfig struct {
-	Servers        []Server // live servers; each one is read
-	Prefix         string   // default /polebench
-	Keys           int      // default 1000
-	RunID          string   // the run whose values are expected (Result.RunID)
+	Servers []Server // live servers; each one is read
+	// Down are the servers marked down: etcd's protocol reads them too where they
+	// answer, ZooKeeper's does not.
+	Down           []Server
+	Prefix         string // default /polebench
+	Keys           int    // default 1000
+	RunID          string // the run whose values are expected (Result.RunID)
 	SessionTimeout time.Duration
 	// Linearizability is porcupine's time budget for the per-key check of the recorded
 	// history; default 10 s, negative skips the check.
@@ -33,13 +36,15 @@ type VerifyConfig struct {
 // VerifyConfig returns the read-back settings of this workload's run, reading from every
 // server not marked down.
 func (w *Workload) VerifyConfig() VerifyConfig {
-	var live []Server
+	var live, down []Server
 	for _, s := range w.cfg.Servers {
-		if !w.servers[s.ID].killed.Load() {
+		if w.servers[s.ID].killed.Load() {
+			down = append(down, s)
+		} else {
 			live = append(live, s)
 		}
 	}
-	return VerifyConfig{Servers: live, Prefix: w.cfg.Prefix, Keys: w.cfg.Keys,
+	return VerifyConfig{Servers: live, Down: down, Prefix: w.cfg.Prefix, Keys: w.cfg.Keys,
 		RunID: w.cfg.RunID, SessionTimeout: w.cfg.SessionTimeout, Log: w.cfg.Log}
 }
 

@@ -1,21 +1,18 @@
 package workload
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/workload/arrival"
 	"github.com/polebench/polebench/workload/client"
@@ -48,6 +45,9 @@ type Config struct {
 	// Drain bounds the wait for in-flight requests after pacing ends; default
 	// client.DefaultDrain. What is still in flight then is recorded unknown.
 	Drain time.Duration
+	// ConnectFor bounds Prepare's wait for every session of the servers not marked
+	// down; default 30 s (a server just started, on a loaded host, takes seconds).
+	ConnectFor time.Duration
 
 	RecordsPath string // CSV records, gzip if it ends in .gz; "" keeps them in memory only
 	RunID       string // tag written into every value; default from Start
@@ -58,6 +58,7 @@ type Config struct {
 const (
 	defaultKeys           = 1000
 	defaultSessionTimeout = 10 * time.Second
+	defaultConnectFor     = 30 * time.Second
 )
 
 func (c *Config) setDefaults() {
@@ -81,6 +82,7 @@ func (c *Config) setDefaults() {
 	defDur(&c.SessionTimeout, defaultSessionTimeout)
 	defDur(&c.RetryFor, client.DefaultRetryFor)
 	defDur(&c.Drain, client.DefaultDrain)
+	defDur(&c.ConnectFor, defaultConnectFor)
 	if c.Prefix == "" {
 		c.Prefix = client.DefaultPrefix
 	}
@@ -124,10 +126,48 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// Protocol is a client protocol under the workload's loop: how to reach one server,
+// write through it, create the keyspace and read it back. The loop (pacers, queues,
+// the client core's steps, records, drain) is the same for every protocol.
+type Protocol interface {
+	// Dial starts cfg.SessionsPerServer connections to s without waiting for them;
+	// gone says s is marked down (a connection may stop redialing then).
+	Dial(cfg Config, s Server, gone func() bool) (Conn, error)
+	// CreateKeys writes every key's initial value (request 0) through conns: those of
+	// the servers not marked down, by server id.
+	CreateKeys(ctx context.Context, cfg Config, conns []Conn) error
+	// Verify reads every key back (from cfg.Servers; from cfg.Down if they answer) and
+	// judges recs.
+	Verify(ctx context.Context, cfg VerifyConfig, recs []Record) (*Verification, error)
+}
+
+// Conn is one server's connections. Its methods may be called from any goroutine.
+type Conn interface {
+	// Ready says how many of its connections are up: Prepare waits for all of them.
+	Ready() (ready, of int)
+	// Usable says whether a connection can take a request now.
+	Usable() bool
+	// Put writes value at key through a connection that can take it, calling sending
+	// just before the write leaves (not at all if none can: client.Unavailable). ctx
+	// ends when the workload gives up on what is in flight. The Written is the server's
+	// word on an Acked write.
+	Put(ctx context.Context, key string, value []byte, sending func()) (Written, client.Reply, string)
+	// Close closes the connections; what is in flight returns.
+	Close()
+}
+
+// Written is what a server said of an acknowledged write: its zxid (etcd: the
+// revision) and the key's version after it.
+type Written struct {
+	Zxid    int64
+	Version int32
+}
+
 // Workload is a prepared run: sessions to every server and a keyspace.
 // ServerDown and ServerUp may be called from any goroutine while Run runs.
 type Workload struct {
 	cfg       Config
+	proto     Protocol
 	log       *slog.Logger
 	servers   map[int]*server
 	dcs       []*dc // sorted by name
@@ -136,6 +176,8 @@ type Workload struct {
 	ran       atomic.Bool
 	start     time.Time
 	hard      chan struct{}   // closed when waiting requests must give up
+	reqs      context.Context // of the writes in flight: ends with hard
+	endReqs   context.CancelFunc
 	done      [4]atomic.Int64 // completed requests by outcome (OK, Failed, Unknown start at 1), for Progress
 }
 
@@ -162,28 +204,22 @@ func (s dcServers) Down(i int) bool   { return s[i].killed.Load() }
 
 type server struct {
 	Server
-	killed   atomic.Bool  // the harness said it is down
-	ready    atomic.Int32 // sessions that have a ZooKeeper session right now
-	sessions []*session
-	rr       atomic.Uint32
-	sem      chan struct{} // bounds requests in flight
-	log      *slog.Logger
+	killed atomic.Bool   // the harness said it is down
+	conn   Conn          // set by Prepare
+	sem    chan struct{} // bounds requests in flight
 }
 
-type session struct {
-	srv     *server
-	conn    *zk.Conn
-	ready   atomic.Bool
-	closing atomic.Bool // Close was called: stop redialing
-}
+// New checks cfg and builds the workload of the ZooKeeper protocol; no I/O.
+func New(cfg Config) (*Workload, error) { return NewWith(cfg, ZooKeeper) }
 
-// New checks cfg and builds the workload; no I/O.
-func New(cfg Config) (*Workload, error) {
+// NewWith checks cfg and builds the workload of proto; no I/O.
+func NewWith(cfg Config, proto Protocol) (*Workload, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	w := &Workload{cfg: cfg, log: cfg.Log, servers: map[int]*server{}, hard: make(chan struct{})}
+	w := &Workload{cfg: cfg, proto: proto, log: cfg.Log, servers: map[int]*server{}, hard: make(chan struct{})}
+	w.reqs, w.endReqs = context.WithCancel(context.Background())
 	byDC := map[string]*dc{}
 	for _, s := range cfg.Servers {
 		d := byDC[s.DC]
@@ -192,7 +228,7 @@ func New(cfg Config) (*Workload, error) {
 			byDC[s.DC] = d
 			w.dcs = append(w.dcs, d)
 		}
-		srv := &server{Server: s, sem: make(chan struct{}, cfg.MaxInFlight), log: cfg.Log.With("server", s.ID)}
+		srv := &server{Server: s, sem: make(chan struct{}, cfg.MaxInFlight)}
 		d.servers = append(d.servers, srv)
 		w.servers[s.ID] = srv
 	}
@@ -212,146 +248,77 @@ func (w *Workload) Prepare(ctx context.Context) error {
 	if w.preparing.Swap(true) {
 		return errors.New("workload: Prepare called twice")
 	}
-	for _, d := range w.dcs {
-		for _, s := range d.servers {
-			for range w.cfg.SessionsPerServer {
-				sess, err := w.dial(s)
-				if err != nil {
-					return err
-				}
-				s.sessions = append(s.sessions, sess)
-			}
-		}
-	}
 	for _, s := range w.sortedServers() {
-		for !s.killed.Load() && s.ready.Load() < int32(len(s.sessions)) {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("workload: waiting for sessions to server %d (%s): %w", s.ID, s.Addr, ctx.Err())
-			case <-time.After(10 * time.Millisecond):
-			}
+		conn, err := w.proto.Dial(w.cfg, s.Server, s.killed.Load)
+		if err != nil {
+			return err
 		}
+		s.conn = conn
+	}
+	if err := w.awaitSessions(ctx); err != nil {
+		return err
 	}
 	if w.cfg.RunID == "" {
 		w.cfg.RunID = fmt.Sprintf("%x", time.Now().UnixNano())
 	}
-	if err := w.createKeys(ctx); err != nil {
+	var live []Conn
+	for _, s := range w.sortedServers() {
+		if !s.killed.Load() {
+			live = append(live, s.conn)
+		}
+	}
+	if len(live) == 0 {
+		return errors.New("workload: creating keys: every server is marked down")
+	}
+	if err := w.proto.CreateKeys(ctx, w.cfg, live); err != nil {
 		return err
 	}
 	w.ready.Store(true)
 	return nil
 }
 
-func (w *Workload) dial(s *server) (*session, error) {
-	sess := &session{srv: s}
-	conn, _, err := zk.Connect([]string{s.Addr}, w.cfg.SessionTimeout,
-		zk.WithHostProvider(&pinnedHost{addr: s.Addr, gone: func() bool { return s.killed.Load() || sess.closing.Load() }}),
-		zk.WithLogger(zkLogger{s.log}), zk.WithLogInfo(false), zk.WithDialer(bufferedDial),
-		zk.WithEventCallback(sess.onEvent),
-		zk.WithMaxConnBufferSize(max(64<<10, 2*w.cfg.PayloadBytes+4096)))
-	if err != nil {
-		return nil, fmt.Errorf("workload: session to server %d (%s): %w", s.ID, s.Addr, err)
-	}
-	sess.conn = conn
-	return sess, nil
-}
-
-// onEvent tracks whether the session can take requests. It runs on the client's own
-// goroutine and must not block.
-func (s *session) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	ready := ev.State == zk.StateHasSession
-	if s.ready.Swap(ready) == ready {
-		return
-	}
-	if ready {
-		if s.srv.ready.Add(1) == 1 {
-			s.srv.log.Info("server available")
-		}
-	} else if s.srv.ready.Add(-1) == 0 {
-		s.srv.log.Info("server unavailable", "state", ev.State.String())
-	}
-}
-
-// createKeys creates the keyspace through a ready session. A connection lost meanwhile
-// (the server looked for a leader: poled closes its clients' connections then) is
-// retried on the next ready session, for up to createKeysFor: creating is idempotent.
-func (w *Workload) createKeys(ctx context.Context) error {
-	deadline := time.Now().Add(createKeysFor)
-	for try := 0; ; try++ {
-		var conn *zk.Conn
-		servers := w.sortedServers()
-		for i := range servers {
-			if sess := servers[(try+i)%len(servers)].readySession(); sess != nil {
-				conn = sess.conn
-				break
+// awaitSessions waits, up to ConnectFor, until every server not marked down has all
+// its sessions. It polls: a session's readiness is an atomic its client's callback sets.
+func (w *Workload) awaitSessions(ctx context.Context) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, w.cfg.ConnectFor,
+		fmt.Errorf("not within connect_for %v: %w", w.cfg.ConnectFor, context.DeadlineExceeded))
+	defer cancel()
+	for _, s := range w.sortedServers() {
+		for ready, of := s.conn.Ready(); !s.killed.Load() && ready < of; ready, of = s.conn.Ready() {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("workload: waiting for sessions to server %d of %s (%s): %d of %d ready: %w",
+					s.ID, s.DC, s.Addr, ready, of, context.Cause(ctx))
+			case <-time.After(10 * time.Millisecond):
 			}
 		}
-		var err error
-		if conn == nil {
-			err = errNoSession
-		} else if err = w.createKeysOn(ctx, conn); err == nil || !retryableCreate(err) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("workload: creating keys for %v: %w", createKeysFor, err)
-		}
-		w.log.Warn("creating keys again", "err", err)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("workload: creating keys: %w", ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
+	return nil
 }
 
-const createKeysFor = 20 * time.Second
-
-var errNoSession = errors.New("workload: creating keys: no server available")
-
-// retryableCreate: the session's connection went away, not the request.
-func retryableCreate(err error) bool {
-	return errors.Is(err, errNoSession) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
-}
-
-func (w *Workload) createKeysOn(ctx context.Context, conn *zk.Conn) error {
-	parts := strings.Split(w.cfg.Prefix, "/")[1:]
-	for i := range parts {
-		p := "/" + strings.Join(parts[:i+1], "/")
-		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("workload: creating %s: %w", p, err)
-		}
-	}
-	init := encodeValue(w.cfg.RunID, 0, w.cfg.PayloadBytes)
+// PutKeys writes every key of cfg's keyspace with put, 32 at a time (one at a time
+// would cost a WAN round trip per key), until the first error.
+func PutKeys(ctx context.Context, cfg Config, put func(key string) error) error {
 	keys := make(chan string)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
-	for range 32 { // pipelined: one at a time would cost a WAN round trip per key
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range 32 {
+		wg.Go(func() {
 			for k := range keys {
-				_, err := conn.Create(k, init, 0, zk.WorldACL(zk.PermAll))
-				if errors.Is(err, zk.ErrNodeExists) {
-					_, err = conn.Set(k, init, -1)
-				}
-				if err != nil {
+				if err := put(k); err != nil {
 					select {
 					case errc <- fmt.Errorf("workload: creating %s: %w", k, err):
 					default:
 					}
 				}
 			}
-		}()
+		})
 	}
 	var err error
 feed:
-	for i := range w.cfg.Keys {
+	for i := range cfg.Keys {
 		select {
-		case keys <- KeyPath(w.cfg.Prefix, i):
+		case keys <- KeyPath(cfg.Prefix, i):
 		case err = <-errc:
 			break feed
 		case <-ctx.Done():
@@ -368,7 +335,7 @@ feed:
 		}
 	}
 	if err == nil {
-		w.log.Info("keyspace ready", "prefix", w.cfg.Prefix, "keys", w.cfg.Keys, "run", w.cfg.RunID)
+		cfg.Log.Info("keyspace ready", "prefix", cfg.Prefix, "keys", cfg.Keys, "run", cfg.RunID)
 	}
 	return err
 }
@@ -585,18 +552,7 @@ func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync
 	}
 }
 
-func (s *server) usable() bool { return !s.killed.Load() && s.ready.Load() > 0 }
-
-func (s *server) readySession() *session {
-	n := uint32(len(s.sessions))
-	start := s.rr.Add(1)
-	for i := range n {
-		if sess := s.sessions[(start+i)%n]; sess.ready.Load() {
-			return sess
-		}
-	}
-	return nil
-}
+func (s *server) usable() bool { return !s.killed.Load() && s.conn.Usable() }
 
 func (w *Workload) since() time.Duration { return time.Since(w.start) }
 
@@ -604,10 +560,10 @@ func (w *Workload) since() time.Duration { return time.Since(w.start) }
 func (w *Workload) do(r *request) Record {
 	cl := r.dc.client
 	value := encodeValue(w.cfg.RunID, r.c.ID, w.cfg.PayloadBytes)
-	var stat *zk.Stat
+	var written Written
 	for step := cl.Next(&r.c, w.since()); step.Action != client.End; {
 		if step.Action == client.Send {
-			step, stat = w.send(r, r.dc.servers[step.Server], value)
+			step, written = w.send(r, r.dc.servers[step.Server], value)
 			continue
 		}
 		select {
@@ -623,56 +579,27 @@ func (w *Workload) do(r *request) Record {
 	}
 	rec := RecordOf(&r.c, r.dc.name, r.key, id)
 	if r.c.Outcome == OK {
-		rec.Zxid, rec.Version = stat.Mzxid, stat.Version
+		rec.Zxid, rec.Version = written.Zxid, written.Version
 	}
 	return rec
 }
 
-// send writes r's value through one of srv's sessions, as far as srv can take it.
-func (w *Workload) send(r *request, srv *server, value []byte) (client.Step, *zk.Stat) {
+// send writes r's value through srv, as far as srv can take it.
+func (w *Workload) send(r *request, srv *server, value []byte) (client.Step, Written) {
 	cl := r.dc.client
 	select {
 	case srv.sem <- struct{}{}:
 	case <-w.hard:
-		return cl.Stop(&r.c, w.since()), nil
+		return cl.Stop(&r.c, w.since()), Written{}
 	}
-	sess := srv.readySession()
-	if sess == nil || srv.killed.Load() {
+	if srv.killed.Load() {
 		<-srv.sem
-		return cl.Reply(&r.c, w.since(), client.Unavailable, ""), nil
+		return cl.Reply(&r.c, w.since(), client.Unavailable, ""), Written{}
 	}
-	cl.Sending(&r.c, w.since())
-	stat, err := sess.conn.Set(r.key, value, -1)
+	written, reply, msg := srv.conn.Put(w.reqs, r.key, value, func() { cl.Sending(&r.c, w.since()) })
 	<-srv.sem
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	return cl.Reply(&r.c, w.since(), classify(err), msg), stat
+	return cl.Reply(&r.c, w.since(), reply, msg), written
 }
-
-// classify maps a ZooKeeper client's error to the client core's reply.
-func classify(err error) client.Reply {
-	switch {
-	case err == nil:
-		return client.Acked
-	case errors.Is(err, zk.ErrNoServer): // flushed from the send queue while disconnected
-		return client.NotSent
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing),
-		errors.Is(err, zk.ErrSessionExpired):
-		return client.Lost // the client flushes requests in flight with these
-	}
-	for _, e := range serverErrors {
-		if errors.Is(err, e) {
-			return client.Refused // the server answered: the write did not happen
-		}
-	}
-	return client.Lost // I/O errors: the request may have left
-}
-
-var serverErrors = []error{zk.ErrNoNode, zk.ErrNoAuth, zk.ErrBadVersion, zk.ErrNoChildrenForEphemerals,
-	zk.ErrNodeExists, zk.ErrNotEmpty, zk.ErrInvalidACL, zk.ErrAuthFailed, zk.ErrAPIError,
-	zk.ErrSessionMoved, zk.ErrBadArguments, zk.ErrInvalidPath, zk.ErrUnknown}
 
 func (w *Workload) sortedServers() []*server {
 	var out []*server
@@ -684,12 +611,11 @@ func (w *Workload) sortedServers() []*server {
 }
 
 func (w *Workload) closeSessions() {
+	w.endReqs()
 	var wg sync.WaitGroup
 	for _, s := range w.servers {
-		for _, sess := range s.sessions {
-			wg.Add(1)
-			sess.closing.Store(true)
-			go func() { defer wg.Done(); sess.conn.Close() }()
+		if s.conn != nil {
+			wg.Go(s.conn.Close)
 		}
 	}
 	wg.Wait()
@@ -711,51 +637,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return w.Run(ctx)
 }
 
-// pinnedHost is a zk.HostProvider that only ever returns one server: a session never
-// wanders to another server, so each request reaches the server the workload chose.
-type pinnedHost struct {
-	addr  string
-	gone  func() bool // the server was killed, or the session is closing
-	fails int         // Next calls since the last successful connection
-}
-
-func (p *pinnedHost) Init([]string) error { return nil }
-func (p *pinnedHost) Len() int            { return 1 }
-func (p *pinnedHost) Connected()          { p.fails = 0 }
-
-// Next redials as client.Redial says. Once the server is gone (killed, or the session
-// closing) it reports retryStart, on which the client fails its unsent requests
-// (ErrNoServer, so they move to another server of the DC), notices Close, and waits a
-// second before the next attempt.
-func (p *pinnedHost) Next() (string, bool) {
-	p.fails++
-	wait, giveUp := client.Redial(p.fails, p.fails > 1 && p.gone())
-	time.Sleep(wait)
-	return p.addr, giveUp
-}
-
-// bufferedDial dials a server through a read buffer: the client reads each reply's
-// length and body in two reads, which the buffer serves from one system call, and
-// several replies that arrived together from one.
-func bufferedDial(network, addr string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, addr, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
-}
-
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, a ...any) { l.log.Debug("zk: " + fmt.Sprintf(format, a...)) }
-
 // Driver is a run of the workload through one flavor's client protocol: what the
 // harness drives. *Workload is the ZooKeeper protocol's (poled and ZooKeeper); a flavor
 // with another protocol registers its own (RegisterDriver). ServerDown, ServerUp and
@@ -773,9 +654,10 @@ type Driver interface {
 
 var _ Driver = (*Workload)(nil)
 
-// Verify is Verify with this run's read-back settings (VerifyConfig).
+// Verify reads the keys back as its protocol does, with this run's read-back settings
+// (VerifyConfig), and judges recs.
 func (w *Workload) Verify(ctx context.Context, recs []Record) (*Verification, error) {
-	return Verify(ctx, w.VerifyConfig(), recs)
+	return w.proto.Verify(ctx, w.VerifyConfig(), recs)
 }
 
 var drivers struct {

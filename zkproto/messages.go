@@ -340,6 +340,13 @@ func (r *AuthPacket) Decode(d *Decoder) {
 	r.Auth = d.Buffer("auth.auth")
 }
 
+// SASLPacket is a SASL token, both ways (op sasl: jute's GetSASLRequest and
+// SetSASLResponse): the client's response, the server's challenge.
+type SASLPacket struct{ Token []byte }
+
+func (r *SASLPacket) Encode(e *Encoder) { e.Buffer(r.Token) }
+func (r *SASLPacket) Decode(d *Decoder) { r.Token = d.Buffer("sasl.token") }
+
 // Empty is the body of ping, close and other body-less messages.
 type Empty struct{}
 

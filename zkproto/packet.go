@@ -32,6 +32,8 @@ func NewRequest(op Op) Message {
 		return &PathModeRequest{}
 	case OpAuth:
 		return &AuthPacket{}
+	case OpSASL:
+		return &SASLPacket{}
 	case OpPing, OpCloseSession:
 		return &Empty{}
 	}
@@ -65,6 +67,8 @@ func NewResponse(op Op) Message {
 		return &WhoAmIResponse{}
 	case OpAddWatch:
 		return &ErrorResponse{}
+	case OpSASL:
+		return &SASLPacket{}
 	}
 	return &Empty{}
 }

@@ -42,6 +42,7 @@ type conn struct {
 
 	pmu      sync.Mutex
 	auth     []datatree.ID // who the client is: its ip, the digests it added; replaced, never changed in place
+	sasl     *digestMD5    // its SASL exchange, once begun (the processor's alone)
 	items    []*item       // requests in arrival order, not completed yet
 	barriers int           // barrier items (reads and the like) in items
 	slots    chan struct{} // one per item in flight: bounds the pipeline
@@ -322,7 +323,7 @@ func (c *conn) prepare(it *item, req zkproto.Message) {
 	case *zkproto.CreateRequest, *zkproto.CreateTTLRequest:
 		_, it.refuse = c.createOp(it.hdr.Type, r)
 	case *zkproto.SetACLRequest:
-		it.refuse = zkproto.CodeInvalidACL // an empty ACL
+		it.refuse = zkproto.CodeInvalidACL // aclRefused
 	case *zkproto.MultiRequest:
 		_, failAt, code := c.multiOps(r)
 		it.refuseMulti = zkproto.FailedMulti(len(r.Ops), failAt, code)
@@ -345,7 +346,7 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 		return write(op)
 	case zkproto.OpSetACL:
 		r := req.(*zkproto.SetACLRequest)
-		if len(r.ACL) == 0 {
+		if c.aclRefused(r.ACL) {
 			return nil, nil
 		}
 		return write(datatree.SetACL(r.Path, treeACL(r.ACL), r.Version))
@@ -390,8 +391,10 @@ func (c *conn) prepareOp(h zkproto.RequestHeader, req zkproto.Message) (*datatre
 	case zkproto.OpAuth:
 		r := req.(*zkproto.AuthPacket)
 		return nil, func() bool { return c.addAuth(h.Xid, r) }
-	case zkproto.OpReconfig,
-		zkproto.OpSASL:
+	case zkproto.OpSASL:
+		r := req.(*zkproto.SASLPacket)
+		return nil, func() bool { return c.saslStep(h.Xid, r.Token) }
+	case zkproto.OpReconfig:
 		return code(zkproto.CodeUnimplemented)
 	}
 	// An op ZooKeeper does not know either: it answers unimplemented and hangs up.
@@ -410,6 +413,13 @@ func (c *conn) addAuth(xid int32, r *zkproto.AuthPacket) bool {
 		c.reply(zkproto.ReplyHeader{Xid: xid, Err: zkproto.CodeAuthFailed}, nil)
 		return false
 	}
+	c.addIDs(ids...)
+	c.reply(zkproto.ReplyHeader{Xid: xid}, nil)
+	return true
+}
+
+// addIDs adds identities the connection has proven.
+func (c *conn) addIDs(ids ...datatree.ID) {
 	c.pmu.Lock()
 	auth := slices.Clone(c.auth)
 	for _, id := range ids {
@@ -419,7 +429,35 @@ func (c *conn) addAuth(xid int32, r *zkproto.AuthPacket) bool {
 	}
 	c.auth = auth
 	c.pmu.Unlock()
-	c.reply(zkproto.ReplyHeader{Xid: xid}, nil)
+}
+
+// aclRefused reports an ACL the client port refuses as invalid before the tree
+// sees it: an empty one, or one of the sasl scheme with no SASL provider.
+func (c *conn) aclRefused(acl []zkproto.ACL) bool {
+	return len(acl) == 0 || !c.srv.cfg.SASLProvider && slices.ContainsFunc(acl, func(a zkproto.ACL) bool { return a.Scheme == "sasl" })
+}
+
+// saslStep answers one SASL token. A failed exchange gets AuthFailed and the
+// connection closes, as ZooKeeper does (its session stays, to expire).
+func (c *conn) saslStep(xid int32, token []byte) bool {
+	if c.srv.cfg.SASLUsers == nil {
+		// No SASL login configured: ZooKeeper answers every token with a null one.
+		c.reply(zkproto.ReplyHeader{Xid: xid}, &zkproto.SASLPacket{})
+		return true
+	}
+	if c.sasl == nil {
+		c.sasl = &digestMD5{users: c.srv.cfg.SASLUsers}
+	}
+	reply, user, err := c.sasl.next(token)
+	if err != nil {
+		c.log.Warn("client failed to SASL authenticate", "err", err)
+		c.reply(zkproto.ReplyHeader{Xid: xid, Err: zkproto.CodeAuthFailed}, nil)
+		return false
+	}
+	if user != "" {
+		c.addIDs(datatree.ID{Scheme: "sasl", ID: user})
+	}
+	c.reply(zkproto.ReplyHeader{Xid: xid}, &zkproto.SASLPacket{Token: reply})
 	return true
 }
 
@@ -442,7 +480,7 @@ func (c *conn) createOp(typ zkproto.Op, req zkproto.Message) (datatree.Op, zkpro
 		return datatree.Op{}, zkproto.CodeUnimplemented
 	case mode.IsTTL() && (ttl <= 0 || ttl > datatree.MaxTTL), !mode.IsTTL() && ttl >= 0:
 		return datatree.Op{}, zkproto.CodeBadArguments
-	case len(r.ACL) == 0:
+	case c.aclRefused(r.ACL):
 		return datatree.Op{}, zkproto.CodeInvalidACL
 	}
 	switch {

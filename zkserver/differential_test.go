@@ -85,6 +85,17 @@ type diffStep struct {
 	raw     []byte // sent instead of the encoded body when set
 }
 
+// dynamicBody is a step's body made from the last reply its session received (a
+// SASL response to the server's challenge, say).
+type dynamicBody interface {
+	zkproto.Message
+	from(prev zkproto.Message) zkproto.Message
+}
+
+// opHangup is a step that sends nothing and records whether the server has closed
+// the session's connection.
+const opHangup zkproto.Op = -1000
+
 // transcript runs the script against addr and returns, per step, every frame the
 // acting session received up to and including its reply, decoded and normalized.
 func transcript(t *testing.T, addr string, steps []diffStep) []string {
@@ -94,6 +105,9 @@ func transcript(t *testing.T, addr string, steps []diffStep) []string {
 	}
 	sessions := map[int64]int64{clients[0].resp.SessionID: 1, clients[1].resp.SessionID: 2}
 	norm := func(h zkproto.ReplyHeader, body zkproto.Message) string {
+		if p, ok := body.(*zkproto.SASLPacket); ok {
+			return fmt.Sprintf("%+v sasl %q", h, normalizeSASL(p.Token))
+		}
 		v := reflect.ValueOf(body)
 		if body != nil && v.Kind() == reflect.Pointer {
 			cp := reflect.New(v.Elem().Type())
@@ -104,14 +118,23 @@ func transcript(t *testing.T, addr string, steps []diffStep) []string {
 		return fmt.Sprintf("%+v %+v", h, body)
 	}
 	var out []string
+	var last [2]zkproto.Message
 	for i, s := range steps {
 		c := clients[s.session]
+		if s.op == opHangup {
+			out = append(out, fmt.Sprintf("step %d (S%d): %s", i, s.session, hungUp(c.nc)))
+			continue
+		}
 		c.xid++
 		xid := c.xid
 		if s.op == zkproto.OpPing {
 			xid = zkproto.XidPing
 		}
-		frame := zkproto.EncodeRequest(zkproto.RequestHeader{Xid: xid, Type: s.op}, s.body)
+		body := s.body
+		if d, ok := body.(dynamicBody); ok {
+			body = d.from(last[s.session])
+		}
+		frame := zkproto.EncodeRequest(zkproto.RequestHeader{Xid: xid, Type: s.op}, body)
 		if s.raw != nil {
 			frame = append(zkproto.EncodeRequest(zkproto.RequestHeader{Xid: xid, Type: s.op}, nil), s.raw...)
 		}
@@ -123,6 +146,7 @@ func transcript(t *testing.T, addr string, steps []diffStep) []string {
 			h, body := c.recv(s.op)
 			got = append(got, norm(h, body))
 			if h.Xid == xid {
+				last[s.session] = body
 				break
 			}
 		}

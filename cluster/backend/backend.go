@@ -50,7 +50,7 @@ type Carries struct {
 	Faults []nemesis.Kind
 	Links  Links
 	// LeaderTransfer: it can move leadership to a server on request (what a
-	// placement controller needs; no flavor of this project has it yet).
+	// placement controller needs: spec's placement; Why["placement"] says why not).
 	LeaderTransfer bool
 	// Simulated: the backend runs in virtual time (the runner's simulator executor,
 	// not a cluster); its runs share nothing with the host, so they go side by side.

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/internal/logtail"
 	"github.com/polebench/polebench/cluster/internal/procs"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/freeport"
@@ -219,7 +220,7 @@ func (c *Cluster) spawn(id, n int) (*procs.Proc, error) {
 		return nil, err
 	}
 	defer lf.Close() // the child has its own copy
-	fmt.Fprintf(lf, "%s start %d of p%d at %s\n", startMarker, n, id, time.Now().Format(time.RFC3339Nano))
+	logtail.MarkStart(lf, n, id)
 	cmd := c.command(m)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	return c.startIn(id, cmd)
@@ -238,7 +239,7 @@ func (c *Cluster) start(ctx context.Context, initial int) error {
 		}
 		m.cli = cli
 	}
-	c.watch.start()
+	c.watch.Start()
 	for _, id := range c.ids() {
 		if err := c.procs.Spawn(id); err != nil {
 			return err
@@ -446,7 +447,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 			}
 		}
 		c.procs.StopAll(procs.Grace)
-		c.watch.stop()
+		c.watch.Stop()
 		for _, m := range c.members {
 			if m.cli != nil {
 				m.cli.Close()

@@ -2,13 +2,12 @@ package etcd
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/polebench/polebench/cluster/internal/procs"
 )
 
 // shmPrefix starts the name of a cluster's data directory on tmpfs, followed by its
@@ -19,34 +18,16 @@ const shmPrefix = "polebench-etcd-"
 // --initial-cluster-token names the label; any polebench label for "") and removes
 // their data directories on tmpfs.
 func Down(label string) ([]string, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
 	want := []byte(tokenPrefix + label)
-	var removed []string
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
+	removed, err := procs.KillByArgs("etcd", func(args [][]byte) (string, bool) {
+		i := slices.IndexFunc(args, func(a []byte) bool { return string(a) == "--initial-cluster-token" })
+		if i < 0 || i+1 >= len(args) || !bytes.HasPrefix(args[i+1], want) || (label != "" && len(args[i+1]) != len(want)) {
+			return "", false
 		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := bytes.Split(cmd, []byte{0})
-		for i, arg := range args {
-			if string(arg) != "--initial-cluster-token" || i+1 >= len(args) {
-				continue
-			}
-			tok := args[i+1]
-			if bytes.HasPrefix(tok, want) && (label == "" || len(tok) == len(want)) {
-				if err := unix.Kill(pid, unix.SIGKILL); err == nil {
-					removed = append(removed, fmt.Sprintf("etcd process %d (%s)", pid, tok[len(tokenPrefix):]))
-				}
-			}
-			break
-		}
+		return string(args[i+1][len(tokenPrefix):]), true
+	})
+	if err != nil {
+		return removed, err
 	}
 	dirs, err := filepath.Glob(filepath.Join(shmRoot, shmPrefix+"*"))
 	if err != nil {

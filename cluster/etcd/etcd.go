@@ -40,6 +40,8 @@ func init() {
 		Carries: backend.Carries{
 			Faults: []nemesis.Kind{nemesis.Crash, nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume},
 			Links:  backend.Links{Streams: true},
+			// MoveLeader (a Raft leadership transfer): what a placement controller calls.
+			LeaderTransfer: true,
 			Why: map[string]string{
 				"oracle":     "Raft's vote rule is the history oracle's (the most up-to-date log wins), its ties broken by whose timeout fires first",
 				"preload_mb": "preloading state is a poled feature; etcd starts empty",

@@ -1,18 +1,15 @@
 package etcd
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
-	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/polebench/polebench/cluster/internal/logtail"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/zxid"
 )
@@ -29,18 +26,11 @@ import (
 //   - FOLLOWING: "raft.node: X elected leader Y at term T" with Y another member;
 //   - LOOKING: "raft.node: X lost leader Y at term T";
 //   - FIRST_COMMIT: etcd logs no commit, so once a member leads the watcher polls its
-//     Status every pollInterval until its committed index passes its term's first
+//     Status every logtail.PollInterval until its committed index passes its term's first
 //     entry (the empty entry a Raft leader appends at N+1): the first entry of its
 //     term after that one, a client's write (or a restarted member's attributes).
 //     Stamped with the send time of that poll, at most one interval (plus the answer)
 //     late; a poll that sees it at its first answer says so in Reason.
-
-const (
-	tailInterval = 5 * time.Millisecond
-	pollInterval = 2 * time.Millisecond
-	pollFor      = time.Minute // give up on a leader that never commits
-	startMarker  = "=== polebench:"
-)
 
 var (
 	leaderRe = regexp.MustCompile(`^[0-9a-f]+ became leader at term (\d+)$`)
@@ -68,17 +58,9 @@ type parser struct {
 }
 
 func (p *parser) line(s string) (event.Event, bool) {
-	if rest, ok := strings.CutPrefix(s, startMarker); ok {
-		i := strings.LastIndex(rest, " at ")
-		if i < 0 {
-			return event.Event{}, false
-		}
-		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(rest[i+4:]))
-		if err != nil {
-			return event.Event{}, false
-		}
+	if e, ok := logtail.Started(p.id, s); ok {
 		p.candidate = false
-		return event.Event{TimeNS: t.UnixNano(), Server: p.id, Kind: event.Started}, true
+		return e, true
 	}
 	if !strings.HasPrefix(s, "{") {
 		return event.Event{}, false
@@ -125,30 +107,41 @@ func (p *parser) line(s string) (event.Event, bool) {
 // watcher keeps every member's timeline: it tails the logs and, after each LEADING,
 // polls the leader for its first commit.
 type watcher struct {
-	c      *Cluster
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	tailMu sync.Mutex
-
-	mu      sync.Mutex
-	byEtcd  map[uint64]int
+	*logtail.Tailer
+	c *Cluster
+	// parsers and leaders are the tailer's: used with its lock held.
 	parsers map[int]*parser
-	events  map[int][]event.Event
 	leaders map[int]map[int]uint64 // server -> index of its FOLLOWING event -> the leader's etcd id
-	offsets map[int]int64
-	partial map[int]string
+
+	mu     sync.Mutex
+	byEtcd map[uint64]int
 }
 
 func newWatcher(c *Cluster) *watcher {
-	w := &watcher{c: c, parsers: map[int]*parser{}, events: map[int][]event.Event{}, leaders: map[int]map[int]uint64{},
-		offsets: map[int]int64{}, partial: map[int]string{}}
-	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w := &watcher{c: c, parsers: map[int]*parser{}, leaders: map[int]map[int]uint64{}}
 	for _, id := range c.ids() {
 		w.parsers[id] = &parser{id: id}
 		w.leaders[id] = map[int]uint64{}
 	}
+	w.Tailer = logtail.New(c.ids, func(id int) string { return c.members[id].logFile }, w.parse)
 	return w
+}
+
+func (w *watcher) parse(id int, line string, n int) (event.Event, func(context.Context), bool) {
+	p := w.parsers[id]
+	e, ok := p.line(line)
+	switch {
+	case ok && e.Kind == event.Following:
+		w.leaders[id][n] = p.leader
+	case ok && e.Kind == event.Leading:
+		last := p.lastIndex
+		return e, func(ctx context.Context) {
+			logtail.PollFirstCommit(ctx, func(ctx context.Context, sent time.Time, first bool) logtail.Answer {
+				return w.firstCommit(ctx, id, e, last, sent, first)
+			})
+		}, true
+	}
+	return e, nil, ok
 }
 
 // setIDs tells the watcher the members' etcd ids.
@@ -158,137 +151,41 @@ func (w *watcher) setIDs(m map[uint64]int) {
 	w.mu.Unlock()
 }
 
-func (w *watcher) start() {
-	w.wg.Go(func() {
-		t := time.NewTicker(tailInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-w.ctx.Done():
-				return
-			case <-t.C:
-				w.tail()
-			}
-		}
-	})
-}
-
-func (w *watcher) stop() {
-	w.cancel()
-	w.wg.Wait()
-}
-
-func (w *watcher) tail() {
-	w.tailMu.Lock()
-	defer w.tailMu.Unlock()
-	for _, id := range w.c.ids() {
-		w.tailOne(id)
-	}
-}
-
-func (w *watcher) tailOne(id int) {
-	f, err := os.Open(w.c.members[id].logFile)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	w.mu.Lock()
-	off := w.offsets[id]
-	w.mu.Unlock()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return
-	}
-	b, err := io.ReadAll(bufio.NewReader(f))
-	if err != nil || len(b) == 0 {
-		return
-	}
-	w.mu.Lock()
-	w.offsets[id] = off + int64(len(b))
-	lines := strings.Split(w.partial[id]+string(b), "\n")
-	w.partial[id] = lines[len(lines)-1]
-	p := w.parsers[id]
-	var leading []event.Event
-	var indexes []uint64
-	for _, line := range lines[:len(lines)-1] {
-		if e, ok := p.line(line); ok {
-			if e.Kind == event.Following {
-				w.leaders[id][len(w.events[id])] = p.leader
-			}
-			w.events[id] = append(w.events[id], e)
-			if e.Kind == event.Leading {
-				leading, indexes = append(leading, e), append(indexes, p.lastIndex)
-			}
-		}
-	}
-	w.mu.Unlock()
-	for i, e := range leading {
-		w.wg.Go(func() { w.pollFirstCommit(id, e, indexes[i]) })
-	}
-}
-
-func (w *watcher) add(e event.Event) {
-	w.mu.Lock()
-	w.events[e.Server] = append(w.events[e.Server], e)
-	w.mu.Unlock()
-}
-
-// pollFirstCommit polls member id's Status after it began leading in term
-// leading.Epoch with last its last log index then, until its committed index passes
-// last+1 (its term's empty entry), or it leaves the term, or pollFor passes.
-func (w *watcher) pollFirstCommit(id int, leading event.Event, last uint64) {
+// firstCommit asks member id, which began leading in term leading.Epoch with last its
+// last log index then, whether its committed index passed last+1 (its term's empty
+// entry), or it left the term.
+func (w *watcher) firstCommit(ctx context.Context, id int, leading event.Event, last uint64, sent time.Time, first bool) logtail.Answer {
 	m := w.c.members[id]
-	ctx, cancel := context.WithTimeout(w.ctx, pollFor)
-	defer cancel()
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	first := true
-	for {
-		sent := time.Now()
-		rctx, rcancel := context.WithTimeout(ctx, probeTimeout)
-		st, err := m.cli.Status(rctx, "http://"+m.client)
-		rcancel()
-		if err == nil {
-			// Its server may not know it leads yet (etcd sets that after raft logs it).
-			if st.RaftTerm > uint64(leading.Epoch) || (st.Leader != 0 && st.Leader != st.Header.MemberId) {
-				return // it left the term before committing anything of it
-			}
-			if st.RaftIndex >= last+2 {
-				e := event.Event{TimeNS: sent.UnixNano(), Server: id, Kind: event.FirstCommit, Epoch: leading.Epoch,
-					Zxid: zxid.Zxid(uint64(leading.Epoch)<<32 | st.RaftIndex), Leader: id}
-				if first {
-					e.Reason = "the first Status answer already showed a commit: an upper bound"
-				}
-				w.add(e)
-				return
-			}
-			first = false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	rctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	st, err := m.cli.Status(rctx, "http://"+m.client)
+	cancel()
+	switch {
+	case err != nil:
+		return logtail.NoAnswer
+	// Its server may not know it leads yet (etcd sets that after raft logs it).
+	case st.RaftTerm > uint64(leading.Epoch) || (st.Leader != 0 && st.Leader != st.Header.MemberId):
+		return logtail.Committed // it left the term before committing anything of it
+	case st.RaftIndex < last+2:
+		return logtail.NoCommit
 	}
+	e := event.Event{TimeNS: sent.UnixNano(), Server: id, Kind: event.FirstCommit, Epoch: leading.Epoch,
+		Zxid: zxid.Zxid(uint64(leading.Epoch)<<32 | st.RaftIndex), Leader: id}
+	if first {
+		e.Reason = "the first Status answer already showed a commit: an upper bound"
+	}
+	w.Add(e)
+	return logtail.Committed
 }
 
 // timeline returns member id's events so far, in time order, after reading the
-// log's latest lines.
+// log's latest lines, each FOLLOWING naming its leader by server id.
 func (w *watcher) timeline(id int) []event.Event {
-	w.tail()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	ev := slices.Clone(w.events[id])
-	for i, leader := range w.leaders[id] {
-		ev[i].Leader = w.byEtcd[leader]
-	}
-	slices.SortStableFunc(ev, func(a, b event.Event) int {
-		switch {
-		case a.TimeNS < b.TimeNS:
-			return -1
-		case a.TimeNS > b.TimeNS:
-			return 1
+	byEtcd := w.byEtcd
+	w.mu.Unlock()
+	return w.Timeline(id, func(i int, e *event.Event) {
+		if leader, ok := w.leaders[id][i]; ok {
+			e.Leader = byEtcd[leader]
 		}
-		return 0
 	})
-	return ev
 }

@@ -27,7 +27,8 @@ type links struct {
 	fronts  []net.Listener
 	proxies map[pair]*netem.Proxy
 	queues  map[pair]*queue
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // the fronts' accept loops
+	hands   sync.WaitGroup // connections on their way to their proxy
 }
 
 // pair is the link from server From to server To.
@@ -72,23 +73,32 @@ func newLinks(c *Cluster, plan netem.Plan, host string, who sender) (_ *links, e
 	return l, nil
 }
 
-// route hands each connection accepted for server to to its sender's proxy; one from
-// a process it cannot place is closed (every member is one of the cluster's).
+// route hands each connection accepted for server to to its sender's proxy, each on
+// its own goroutine: finding the sender reads /proc (tens of ms on a loaded host, one
+// scan of every TCP socket), and a front that placed one connection at a time left the
+// next ones in its backlog until their dialers gave up (etcd's peer dial timeout is
+// 1 s plus the election timeout), which a burst of redials after a restart makes likely.
 func (l *links) route(ln net.Listener, to int, who sender, c *Cluster) {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		from := who(conn)
-		q := l.queues[pair{from, to}]
-		if q == nil {
-			c.log.Debug("etcd: peer connection from no member", "to", to, "remote", conn.RemoteAddr().String())
-			conn.Close()
-			continue
-		}
-		q.push(conn)
+		l.hands.Go(func() { l.hand(conn, to, who, c) })
 	}
+}
+
+// hand gives conn to its sender's proxy; one from a process it cannot place is closed
+// (every member is one of the cluster's; a dialer that gave up leaves no socket).
+func (l *links) hand(conn net.Conn, to int, who sender, c *Cluster) {
+	from := who(conn)
+	q := l.queues[pair{from, to}]
+	if q == nil {
+		c.log.Warn("etcd: peer connection from no member: closed", "to", to, "remote", conn.RemoteAddr().String())
+		conn.Close()
+		return
+	}
+	q.push(conn)
 }
 
 func (l *links) close() {
@@ -104,6 +114,10 @@ func (l *links) close() {
 	for _, k := range keys {
 		l.proxies[k].Close()
 	}
+	for _, q := range l.queues { // a hand still pushing
+		q.Close()
+	}
+	l.hands.Wait()
 }
 
 // rtts are the RTTs the proxies measured between every two servers, in ms (heartbeat-

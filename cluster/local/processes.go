@@ -157,3 +157,8 @@ func (c *Processes) Close(context.Context) error {
 	}
 	return nil
 }
+
+// Poled is the poled binary the processes run ($POLEBENCH_POLED, else ./cmd/poled
+// built once), for whatever starts poled itself (zkcompat's launcher, in the nightly
+// suite's kazoo entry).
+func Poled(ctx context.Context, log *slog.Logger) (string, error) { return procs.Poled(ctx, log) }

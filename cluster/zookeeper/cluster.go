@@ -47,6 +47,7 @@ func init() {
 				"outdate":        "an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do",
 				"faults":         "partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do",
 				"schedules":      "its links are set once, when its servers start",
+				"placement":      "ZooKeeper has no leader transfer: no request hands leadership to a chosen server, its leader is whoever wins its own election, and the only way to move it is to stop the leader, a crash rather than a placement",
 			},
 		},
 		Oracles:      []string{score.History},
@@ -160,7 +161,7 @@ func (z *Cluster) start(ctx context.Context) error {
 	if err := z.e.writeConfigs(); err != nil {
 		return err
 	}
-	z.e.watcher.start()
+	z.e.watcher.Start()
 	order := z.e.startOrder()
 	for i, id := range order {
 		if err := z.procs.Spawn(id); err != nil {
@@ -215,7 +216,7 @@ func (z *Cluster) Restart(ctx context.Context, id int) error {
 }
 
 // Timeline is server id's timeline so far, read off its log (see events.go).
-func (z *Cluster) Timeline(id int) []event.Event { return z.e.watcher.timeline(id) }
+func (z *Cluster) Timeline(id int) []event.Event { return z.e.watcher.Timeline(id, nil) }
 
 // MeasuredRTTs are the RTTs between servers that the user-space links measured (nil
 // with kernel links or none).

@@ -11,7 +11,6 @@ import (
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/internal/bridge"
 	"github.com/polebench/polebench/cluster/internal/procs"
-	"github.com/polebench/polebench/netem"
 )
 
 // NewNetns starts opts.Topology's servers as ZooKeeper JVMs, one per network namespace
@@ -19,18 +18,9 @@ import (
 // its own address. The plan is applied by the kernel's netem when netem.Probe passes;
 // else by user-space proxies that listen on the host's address on the bridge.
 func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error) {
-	if err := bridge.CheckRoot(); err != nil {
+	ids, err := bridge.Servers(opts, "zookeeper", Available)
+	if err != nil {
 		return nil, err
-	}
-	if err := Available(); err != nil {
-		return nil, err
-	}
-	if opts.Topology == nil || opts.Topology.N() == 0 {
-		return nil, errors.New("zookeeper: no topology")
-	}
-	ids := opts.Topology.Servers()
-	if len(ids) > bridge.MaxServers {
-		return nil, fmt.Errorf("netns: %d servers, at most %d", len(ids), bridge.MaxServers)
 	}
 	label := opts.Label
 	if label == "" {
@@ -39,22 +29,9 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 	if err := bridge.CheckLabel(label); err != nil {
 		return nil, err
 	}
-	links := cluster.LinksNone
-	if len(opts.Plan.Links) > 0 {
-		if err := opts.Plan.Validate(); err != nil {
-			return nil, fmt.Errorf("netns: link plan: %w", err)
-		}
-		links = cluster.LinksKernel
-		if err := netem.Probe(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			links = cluster.LinksUserSpace
-			if opts.Logger != nil {
-				opts.Logger.Warn("netns: kernel netem unavailable, using the user-space fallback: a delaying proxy per server pair and port",
-					"label", label, "reason", err.Error())
-			}
-		}
+	links, err := bridge.LinkMode(ctx, opts.Plan, opts.Logger, label, "a delaying proxy per server pair and port")
+	if err != nil {
+		return nil, err
 	}
 	root, removeRoot := opts.DataRoot, false
 	if root == "" {
@@ -95,21 +72,9 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 			return nil, err
 		}
 	case cluster.LinksKernel:
-		if err := applyKernelLinks(ctx, n, ids, opts.Plan); err != nil {
-			return nil, fmt.Errorf("netns: %w", err)
+		if err := n.ApplyPlan(ctx, ids, opts.Plan); err != nil {
+			return nil, err
 		}
 	}
 	return z, z.start(ctx)
-}
-
-// applyKernelLinks applies the plan in every namespace (the netns backend with a
-// kernel that has sch_netem).
-func applyKernelLinks(ctx context.Context, n *bridge.Net, ids []int, plan netem.Plan) error {
-	for _, id := range ids {
-		t := netem.Target{NS: n.NS[id], Dev: bridge.Dev, Self: id, Addrs: n.Addrs}
-		if err := netem.Apply(ctx, t, plan); err != nil {
-			return fmt.Errorf("p%d: %w", id, err)
-		}
-	}
-	return nil
 }

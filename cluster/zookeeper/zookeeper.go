@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/internal/logtail"
 	"github.com/polebench/polebench/topology"
 )
 
@@ -76,7 +77,7 @@ type ensemble struct {
 	// names[i][j] is how server i's zoo.cfg names server j: j itself, or i's proxy to j.
 	names   map[int]map[int]hostPorts
 	links   *proxies // nil without user-space links
-	watcher *watcher
+	watcher *logtail.Tailer
 }
 
 func newEnsemble(opts cluster.Options, label, root string, addrs map[int]hostPorts) *ensemble {
@@ -171,7 +172,7 @@ func (e *ensemble) openLog(id, start int) (*os.File, error) {
 	if err != nil {
 		return nil, err // procs.Set.Spawn names the backend and the server
 	}
-	fmt.Fprintf(f, "%s start %d of p%d at %s\n", startMarker, start, id, time.Now().Format(time.RFC3339Nano))
+	logtail.MarkStart(f, start, id)
 	return f, nil
 }
 
@@ -186,7 +187,7 @@ func (e *ensemble) startOrder() []int {
 
 // close stops the links and the watcher.
 func (e *ensemble) close() {
-	e.watcher.stop()
+	e.watcher.Stop()
 	if e.links != nil {
 		e.links.close()
 	}

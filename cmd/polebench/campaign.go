@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +51,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var c *campaign.Campaign
-	if (strings.HasSuffix(arg, ".yaml") && isCampaignFile(arg)) || slices.Contains(campaign.Figures, arg) {
+	if (strings.HasSuffix(arg, ".yaml") && isCampaignFile(arg)) || campaign.IsShipped(arg) {
 		if c, err = campaign.Resolve(arg); err != nil {
 			return err
 		}

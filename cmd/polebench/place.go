@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,15 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/placement"
 	"github.com/polebench/polebench/placement/controller"
 	"github.com/polebench/polebench/placement/etcdsys"
+	"github.com/polebench/polebench/spec"
 )
 
-const placeArgs = "SPEC --members p1=URL,... --policy P [--priority 3,1,...] [--events FILE] [overrides]"
+const placeArgs = "(SPEC --members p1=URL,... --policy P [--priority 3,1,...] [overrides] | --job FILE) [--events FILE]"
 
 const placeSummary = "Run a placement controller beside an etcd cluster until interrupted: each round it reads the members' status and measured round trips through etcd's API, computes POLE's scores as the model does on the spec's data centers and rates, and moves the leader (etcd's MoveLeader) to the policy's choice; decisions as JSON lines"
 
@@ -32,24 +30,40 @@ func runPlace(args []string, stdout, stderr io.Writer) error {
 	maxLag := fs.Uint64("max-lag", placement.DefaultMaxLag, "how many raft entries a member may trail the leader and still be moved to")
 	interval := fs.Duration("interval", controller.DefaultInterval, "how often to observe the cluster")
 	events := fs.String("events", "", "append decisions to this file as JSON lines (default: standard output)")
-	sp, err := specArg(fs, args, overrideFlags(fs))
+	jobFile := fs.String("job", "", "run the job a harness wrote (placement.json in a run directory: the deployment, policy and members) instead of SPEC and flags")
+	sets := overrideFlags(fs)
+	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
-	topo, err := sp.Topology()
-	if err != nil {
-		return err
-	}
-	urls, err := parseMembers(*members, topo.N())
-	if err != nil {
-		return err
-	}
-	pol := placement.Policy{Name: *policy, Margin: *margin}
-	if pol.Priority, err = parseIDs(*priority); err != nil {
-		return fmt.Errorf("--priority: %w", err)
-	}
-	if err := pol.Check(topo.N()); err != nil {
-		return err
+	var job etcdsys.Job
+	if *jobFile != "" {
+		if len(pos) > 0 || len(*sets) > 0 {
+			return fmt.Errorf("--job gives the deployment and policy: no SPEC or overrides beside it")
+		}
+		if job, err = etcdsys.ReadJob(*jobFile); err != nil {
+			return err
+		}
+	} else {
+		if len(pos) != 1 {
+			fs.Usage()
+			return errUsage
+		}
+		sp, err := spec.Resolve(pos[0])
+		if err == nil {
+			sp, err = sp.With(*sets...)
+		}
+		if err != nil {
+			return err
+		}
+		job = etcdsys.Job{Topology: sp.TopologyConfig(), Interval: *interval, MaxLag: *maxLag,
+			Policy: placement.Policy{Name: *policy, Margin: *margin}}
+		if job.Policy.Priority, err = parseIDs(*priority); err != nil {
+			return fmt.Errorf("--priority: %w", err)
+		}
+		if job.Members, err = parseMembers(*members, sp.N()); err != nil {
+			return err
+		}
 	}
 	out := stdout
 	if *events != "" {
@@ -60,18 +74,9 @@ func runPlace(args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		out = f
 	}
-	sys, err := etcdsys.New(urls)
-	if err != nil {
-		return err
-	}
-	defer sys.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	enc := json.NewEncoder(out)
-	return controller.Run(ctx, controller.Config{Topology: topo, Policy: pol, System: sys, Interval: *interval, MaxLag: *maxLag,
-		Now:    func() time.Duration { return time.Duration(netem.Now()) },
-		Report: func(d controller.Decision) { enc.Encode(d) },
-		Log:    slog.New(slog.NewTextHandler(stderr, nil))})
+	return etcdsys.Serve(ctx, job, out, slog.New(slog.NewTextHandler(stderr, nil)))
 }
 
 // parseMembers reads p<id>=URL pairs for servers 1..n, every one named once.

@@ -52,8 +52,9 @@ func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *
 		fmt.Fprintf(w, ", recovery %.1f ms (LEADING to first commit)", *s.RecoveryMS)
 	}
 	fmt.Fprintln(w)
+	printPlaced(w, s)
 	fmt.Fprintf(w, "%-8s %-7s %8s %8s %8s %8s %8s %7s\n", "window", "DC", "mean", "model", "p50", "p99", "max", "n")
-	for _, win := range []string{"before", "after"} {
+	for _, win := range windowNames {
 		lat := s.LatencyMS[win]
 		var dcs []string
 		for dc := range lat {
@@ -91,6 +92,28 @@ func printTable(w io.Writer, dir string, s *analysis.Summary, note string, ver *
 	}
 }
 
+// windowNames are a run's windows in their order: before the crash, after the
+// election, after a placement controller moved the leader.
+var windowNames = []string{"before", "after", "placed"}
+
+// printPlaced says where a placement controller put the leader after the crash, and
+// how long the crash to that leader serving took.
+func printPlaced(w io.Writer, s *analysis.Summary) {
+	if s.PlacedLeader == 0 {
+		return
+	}
+	fmt.Fprintf(w, "placed leader p%d", s.PlacedLeader)
+	if s.PlacedServingMS != nil {
+		fmt.Fprintf(w, ": serving %.0f ms after the crash", *s.PlacedServingMS)
+	}
+	if s.TransferMS != nil {
+		fmt.Fprintf(w, " (the move to its first commit %.0f ms)", *s.TransferMS)
+	} else {
+		fmt.Fprint(w, " (Raft's winner kept)")
+	}
+	fmt.Fprintln(w)
+}
+
 // printHost gives each window's verdict: whether its numbers are the system's, or
 // partly the host's, and why.
 func printHost(w io.Writer, s *analysis.Summary) {
@@ -106,8 +129,12 @@ func printHost(w io.Writer, s *analysis.Summary) {
 		if h.CPUSomePct != nil {
 			busy += fmt.Sprintf(", %.0f %% pressure", *h.CPUSomePct)
 		}
-		fmt.Fprintf(w, "host %-8s %s: %.2f %% of requests overlapped a stall of %g ms+ of %s (stalls: %d over 1 ms, %d over %g ms, longest %.1f ms)%s\n",
-			win, strings.ToUpper(h.Verdict), h.StalledPct, analysis.StallMS, strings.Join(h.Processes, ", "), h.Stalls, h.LongStalls, analysis.StallMS, h.StallMaxMS, busy)
+		moved := "nothing measured"
+		if m := h.Moved(); m != "" {
+			moved = m
+		}
+		fmt.Fprintf(w, "host %-8s %s: the host moved %s; stalls of %s: %d over 1 ms, %d over %g ms, longest %.1f ms, %.2f %% of requests overlapped one of %g ms+%s\n",
+			win, strings.ToUpper(h.Verdict), moved, strings.Join(h.Processes, ", "), h.Stalls, h.LongStalls, analysis.StallMS, h.StallMaxMS, h.StalledPct, analysis.StallMS, busy)
 		for _, r := range h.Reasons {
 			fmt.Fprintf(w, "  %s\n", r)
 		}
@@ -160,7 +187,7 @@ func phaseGroups(ph map[string]float64) string {
 
 func printAggregate(w io.Writer, a *analysis.Repetitions) {
 	fmt.Fprintf(w, "\n%d repetitions (mean, Student-t 95%% interval):\n", a.N)
-	for _, win := range []string{"before", "after"} {
+	for _, win := range windowNames {
 		var dcs []string
 		for dc := range a.MeanLatencyMS[win] {
 			dcs = append(dcs, dc)

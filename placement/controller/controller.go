@@ -40,6 +40,10 @@ type Config struct {
 	// way is not asked for twice.
 	Interval, Settle time.Duration
 	MaxLag           uint64 // placement.DefaultMaxLag when 0
+	// Keep, if set, is a server the controller leaves leading while it leads (a run's
+	// initial leader, so that the window before its crash measures it): placement
+	// after the elections that follow.
+	Keep int
 	// Now is the clock decisions are stamped with (the host's monotonic clock).
 	Now func() time.Duration
 	// Report gets every decision that differs from the last one reported, and every move.
@@ -99,6 +103,9 @@ func Round(ctx context.Context, c Config) (Decision, error) {
 	pd, err := placement.Decide(c.Topology, c.Policy, v, c.MaxLag)
 	if err != nil {
 		return Decision{}, err
+	}
+	if pd.Move && pd.Leader == c.Keep {
+		pd.Move, pd.Why = false, fmt.Sprintf("p%d is kept where it leads (%s)", c.Keep, pd.Why)
 	}
 	d := Decision{At: c.Now(), Decision: pd}
 	if pd.Move {

@@ -6,6 +6,7 @@
 package procs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -306,4 +307,29 @@ func CopyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// KillByArgs SIGKILLs the host's processes (but this one) whose command line match
+// names (what is the label it found there), as a crashed harness left them, and says
+// which it killed: "NAME process PID (WHAT)".
+func KillByArgs(name string, match func(args [][]byte) (what string, ok bool)) ([]string, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var killed []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if what, ok := match(bytes.Split(cmd, []byte{0})); ok && unix.Kill(pid, unix.SIGKILL) == nil {
+			killed = append(killed, fmt.Sprintf("%s process %d (%s)", name, pid, what))
+		}
+	}
+	return killed, nil
 }
