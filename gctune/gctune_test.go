@@ -9,26 +9,21 @@ import (
 // Rare sets GOGC and a memory limit while held, however holders overlap, restores
 // both after the last release, and leaves them alone when the environment sets either.
 func TestRare(t *testing.T) {
-	for _, tc := range []struct {
-		name, gogc, limit string
-		wantGC            int
-	}{
-		{"environment silent", "", "", Percent},
-		{"GOGC set", "100", "", 100},
-		{"GOMEMLIMIT set", "", "1GiB", 100},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("GOGC", tc.gogc)
-			t.Setenv("GOMEMLIMIT", tc.limit)
+	type env struct{ gogc, limit string }
+	wantGC := map[env]int{{"", ""}: Percent, {"100", ""}: 100, {"", "1GiB"}: 100}
+	for e, want := range wantGC {
+		t.Run("GOGC="+e.gogc+" GOMEMLIMIT="+e.limit, func(t *testing.T) {
+			t.Setenv("GOGC", e.gogc)
+			t.Setenv("GOMEMLIMIT", e.limit)
 			defer debug.SetGCPercent(debug.SetGCPercent(100))
 			defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 			a, b := Rare(), Rare()
 			gc := debug.SetGCPercent(-1) // reading it sets it: put it back
 			debug.SetGCPercent(gc)
-			if gc != tc.wantGC {
-				t.Errorf("GOGC %d while held, want %d", gc, tc.wantGC)
+			if gc != want {
+				t.Errorf("GOGC %d while held, want %d", gc, want)
 			}
-			if l := debug.SetMemoryLimit(-1); (l != math.MaxInt64) != (tc.wantGC == Percent) {
+			if l := debug.SetMemoryLimit(-1); (l != math.MaxInt64) != (want == Percent) {
 				t.Errorf("memory limit %d while held", l)
 			}
 			a()
