@@ -127,7 +127,7 @@ func PlotAnatomy(a map[string]map[string]AnatomyStats, title, path string) error
 	}
 	p.Y.Min, p.Y.Max = 0, 1.4*top // room for the legend above the bars
 	w := vg.Length(max(600, 170*len(cols))) * vg.Inch / pngDPI
-	if err := p.Save(w, 600*vg.Inch/pngDPI, path); err != nil {
+	if err := figure.SavePlot(p, w, 600*vg.Inch/pngDPI, path); err != nil {
 		return fmt.Errorf("analysis: saving plot %s: %w", path, err)
 	}
 	return nil

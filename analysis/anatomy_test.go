@@ -81,7 +81,12 @@ func TestJoin(t *testing.T) {
 		t.Errorf("path 2 (on the leader): server %d leader %d follower %d forward %v commit back %v; want 3 3 0 0 0",
 			q.Server, q.Leader, q.Follower, q.Phase(3), q.Phase(7))
 	}
+	checkPathsRoundTrip(t, paths)
+}
 
+// checkPathsRoundTrip writes paths to phases.csv.gz and reads the same back.
+func checkPathsRoundTrip(t *testing.T, paths []Path) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "phases.csv.gz")
 	if err := WritePaths(file, paths); err != nil {
 		t.Fatal(err)
@@ -298,4 +303,18 @@ func join(recs []workload.Record, marks map[int][]trace.Mark, start int64) ([]Pa
 		}
 	}
 	return Join(recs, pieces, start)
+}
+
+// TestReadPathsOldLayout reads a stored phases.csv.gz of the layout before the delta
+// one (two-dc's first 40 paths, times in ns since the start), and reads back the same
+// paths from the delta layout WritePaths writes now.
+func TestReadPathsOldLayout(t *testing.T) {
+	old, err := ReadPaths(filepath.Join("testdata", "phases-before-2026-12-02.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old) != 40 || old[0].ID != 1099511627777 || old[0].DC != "D1" || old[0].At[0] != 131779 || old[39].At[numSteps-1] <= old[39].At[0] {
+		t.Fatalf("%d paths, the first %+v", len(old), old[0])
+	}
+	checkPathsRoundTrip(t, old)
 }

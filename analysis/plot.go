@@ -130,7 +130,7 @@ func PlotTimeSeries(s *Series, o PlotOptions, path string) error {
 
 	w := vg.Length(o.WidthPx) * vg.Inch / pngDPI
 	h := vg.Length(o.HeightPx) * vg.Inch / pngDPI
-	if err := p.Save(w, h, path); err != nil {
+	if err := figure.SavePlot(p, w, h, path); err != nil {
 		return fmt.Errorf("analysis: saving plot %s: %w", path, err)
 	}
 	return nil

