@@ -108,8 +108,9 @@ func (r *clusterRun) load(ctx context.Context, t *trial.Test, cl cluster.Cluster
 	if pl != nil {
 		beside.Go(func() { pl.play(runCtx, t.Spec.ControllerFaults()) })
 	}
+	nem := newTarget(cl)
 	beside.Go(func() {
-		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, newTarget(cl), t.Faults, r.observer(cl, w, servers))
+		nemesis.Play(runCtx, nemesis.Wall{Start: r.start}, nem, t.Faults, r.observer(cl, w, servers))
 	})
 	if schedules != nil {
 		beside.Go(func() { r.playSchedules(runCtx, schedules) })
@@ -121,6 +122,14 @@ func (r *clusterRun) load(ctx context.Context, t *trial.Test, cl cluster.Cluster
 	stop()
 	pl.stop(false)
 	beside.Wait()
+	if len(t.Faults) > 0 {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := nem.restore(rctx, t.Faults); err != nil {
+			r.log.Warn("restoring what the faults left before the read-back", "err", err)
+			r.harness.add(record.Harness(time.Since(r.start), event.Heal, 0, fmt.Errorf("after the load: %w", err)))
+		}
+		cancel()
+	}
 	r.o.Progress.Done()
 	return wres, werr
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -301,4 +303,49 @@ func (t *target) Kill(ctx context.Context, id int) error {
 		p.Resume(ctx, id)
 	}
 	return t.Cluster.Kill(ctx, id)
+}
+
+// restore undoes what the nemesis left when the load ended, before the read-back,
+// which needs every server serving. On a starved host the schedule slips: a fault
+// issued as the run's context ended can reach some servers while the heal after it
+// is cancelled (a partition left in place, the read-back waiting for p1 until the
+// run's deadline). So, for the kinds the schedule played: resume every paused
+// server, restore every link both ways, and every slowed disk.
+func (t *target) restore(ctx context.Context, faults []nemesis.Fault) error {
+	kinds := map[nemesis.Kind]bool{}
+	for _, f := range faults {
+		kinds[f.Kind] = true
+	}
+	var errs []error
+	t.mu.Lock()
+	paused := slices.Sorted(maps.Keys(t.paused))
+	var slowed []int
+	for id, d := range t.slow {
+		if d > 0 {
+			slowed = append(slowed, id)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range paused {
+		errs = append(errs, t.Resume(ctx, id))
+	}
+	ids := t.ServerIDs()
+	var pairs, directed [][2]int
+	for i, a := range ids {
+		for _, b := range ids[i+1:] {
+			pairs = append(pairs, [2]int{a, b})
+			directed = append(directed, [2]int{a, b}, [2]int{b, a})
+		}
+	}
+	if kinds[nemesis.Partition] || kinds[nemesis.Isolate] || kinds[nemesis.IsolateLeader] || kinds[nemesis.Outdate] {
+		errs = append(errs, t.SetLinks(ctx, pairs, false, false))
+	}
+	if kinds[nemesis.OneWay] {
+		errs = append(errs, t.CutOneWay(ctx, directed, false))
+	}
+	slices.Sort(slowed)
+	for _, id := range slowed {
+		errs = append(errs, t.SlowDisk(ctx, id, 0))
+	}
+	return errors.Join(errs...)
 }

@@ -80,6 +80,23 @@ func TestFaultsDocker(t *testing.T) {
 	faultsOn(t, "docker", engineFaults, "13s")
 }
 
+// TestFaultsLeftAtTheEnd: faults the schedule never undoes (a partition, a pause, a
+// slow disk and a one-way cut, with no heal, resume or fast disk after them; what a
+// schedule that slipped past the load's end leaves) are undone after the load, before
+// the read-back: every server is read back and the run verifies.
+func TestFaultsLeftAtTheEnd(t *testing.T) {
+	t.Parallel()
+	res := runFaults(t, "local", `faults:
+  - {at: 3s, partition: [[1], [2, 3, 4, 5]]}
+  - {at: 4s, pause: 2}
+  - {at: 5s, slow_disk: {server: 4, delay: 20ms}}
+  - {at: 6s, one_way: [[3], [1]]}
+`, "8s")
+	if v := readVerification(t, res.Dir); len(v.Servers) != 5 {
+		t.Errorf("read back from %v, want all five servers", v.Servers)
+	}
+}
+
 // TestFaultsSwarm: on a single-node swarm, what docker carries but a pause (a swarm
 // task cannot be paused).
 func TestFaultsSwarm(t *testing.T) {
@@ -97,8 +114,37 @@ func TestFaultsSwarm(t *testing.T) {
 	faultsOn(t, "swarm", strings.Join(kept, ""), "13s")
 }
 
-// faultsOn runs two-dc on backend for duration with faults (a spec's faults: list).
+// faultsOn runs two-dc on backend for duration with faults (a spec's faults: list),
+// and checks that every fault was carried out and recorded.
 func faultsOn(t *testing.T, backend, faults, duration string) {
+	res := runFaults(t, backend, faults, duration)
+	seen := map[nemesis.Kind]bool{}
+	for _, e := range runEvents(t, res.Dir) {
+		if e.Source != record.SourceHarness || e.Fault == "" {
+			continue
+		}
+		if e.Error != "" {
+			t.Errorf("%s at %.0f ms: %s", e.Fault, e.AtMS, e.Error)
+		}
+		seen[e.Fault] = true
+		if e.Fault == nemesis.Pause && e.Kind != event.Pause || e.Fault == nemesis.SlowDisk && e.Kind != event.SlowDisk {
+			t.Errorf("%s recorded as %s", e.Fault, e.Kind)
+		}
+	}
+	for _, k := range []nemesis.Kind{nemesis.Pause, nemesis.Resume, nemesis.IsolateLeader, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.SlowDisk, nemesis.OneWay, nemesis.Partition, nemesis.Heal} {
+		if !strings.Contains(faults, " "+strings.ReplaceAll(string(k), "-", "_")+":") && k != nemesis.IsolateLeader {
+			continue // not in this backend's list
+		}
+		if !seen[k] {
+			t.Errorf("no %s in the timeline", k)
+		}
+	}
+}
+
+// runFaults runs two-dc on backend for duration with faults, and checks that the run
+// lost no acknowledged write and its history is linearizable.
+func runFaults(t *testing.T, backend, faults, duration string) *Result {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("a " + duration + " run; -short skips it")
 	}
@@ -133,27 +179,7 @@ func faultsOn(t *testing.T, backend, faults, duration string) {
 	if v := readVerification(t, res.Dir); v.Linearizability != "ok" {
 		t.Errorf("linearizability: %s", v.Linearizability)
 	}
-	seen := map[nemesis.Kind]bool{}
-	for _, e := range runEvents(t, res.Dir) {
-		if e.Source != record.SourceHarness || e.Fault == "" {
-			continue
-		}
-		if e.Error != "" {
-			t.Errorf("%s at %.0f ms: %s", e.Fault, e.AtMS, e.Error)
-		}
-		seen[e.Fault] = true
-		if e.Fault == nemesis.Pause && e.Kind != event.Pause || e.Fault == nemesis.SlowDisk && e.Kind != event.SlowDisk {
-			t.Errorf("%s recorded as %s", e.Fault, e.Kind)
-		}
-	}
-	for _, k := range []nemesis.Kind{nemesis.Pause, nemesis.Resume, nemesis.IsolateLeader, nemesis.LoseUnsynced, nemesis.TornTail, nemesis.SlowDisk, nemesis.OneWay, nemesis.Partition, nemesis.Heal} {
-		if !strings.Contains(faults, " "+strings.ReplaceAll(string(k), "-", "_")+":") && k != nemesis.IsolateLeader {
-			continue // not in this backend's list
-		}
-		if !seen[k] {
-			t.Errorf("no %s in the timeline", k)
-		}
-	}
+	return res
 }
 
 // logFaults logs every harness record of the run directories under out: the faults as
