@@ -122,16 +122,23 @@ func (r *clusterRun) load(ctx context.Context, t *trial.Test, cl cluster.Cluster
 	stop()
 	pl.stop(false)
 	beside.Wait()
-	if len(t.Faults) > 0 {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if err := nem.restore(rctx, t.Faults); err != nil {
-			r.log.Warn("restoring what the faults left before the read-back", "err", err)
-			r.harness.add(record.Harness(time.Since(r.start), event.Heal, 0, fmt.Errorf("after the load: %w", err)))
-		}
-		cancel()
-	}
+	r.restore(ctx, nem, t.Faults)
 	r.o.Progress.Done()
 	return wres, werr
+}
+
+// restore undoes what the faults left before the read-back (target.restore); what
+// it could not undo is a harness record.
+func (r *clusterRun) restore(ctx context.Context, nem *target, faults []nemesis.Fault) {
+	if len(faults) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := nem.restore(ctx, faults); err != nil {
+		r.log.Warn("restoring what the faults left before the read-back", "err", err)
+		r.harness.add(record.Harness(time.Since(r.start), event.Heal, 0, fmt.Errorf("after the load: %w", err)))
+	}
 }
 
 // playSchedules changes the links as the plan's schedules say, each change a harness
