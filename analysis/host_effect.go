@@ -39,11 +39,14 @@ func (l HostLimit) String() string {
 var (
 	// MeanLimit: a mean moved further is the host's as much as the system's: untrusted.
 	MeanLimit = HostLimit{MS: 0.5, Pct: 5}
-	// TailLimit: a p99 or p999 moved further is degraded.
+	// TailLimit: a p99 moved further is degraded.
 	TailLimit = HostLimit{MS: 5, Pct: 25}
-	// SendLagLimit: the send lag's p99 moved further is degraded (the pacer's goal is
-	// a p99 under 1 ms).
-	SendLagLimit = HostLimit{MS: 0.5}
+	// P999Limit: a p999 moved further is degraded. Its floor is a quiet host's
+	// longest stalls, about 10 ms: a p999 is a few writes, and one such stall holds
+	// a dozen.
+	P999Limit = HostLimit{MS: 10, Pct: 25}
+	// SendLagLimit: the send lag's p99 moved further is degraded.
+	SendLagLimit = HostLimit{MS: 1.5}
 )
 
 // The statistics an effect is on.
@@ -77,6 +80,8 @@ func (e HostEffect) judged() (string, HostLimit) {
 		return Untrusted, MeanLimit
 	case StatSendLag:
 		return Degraded, SendLagLimit
+	case StatP999:
+		return Degraded, P999Limit
 	}
 	return Degraded, TailLimit
 }
@@ -232,7 +237,10 @@ func moved(ds []delayed, dc string) []HostEffect {
 			break
 		}
 		of := Quantile(lat, t.q)
-		out = append(out, HostEffect{Stat: []string{StatP99, StatP999}[i], DC: dc, MS: max(0, of-Quantile(less, t.q)), OfMS: of, LimitMS: TailLimit.Of(of)})
+		e := HostEffect{Stat: []string{StatP99, StatP999}[i], DC: dc, MS: max(0, of-Quantile(less, t.q)), OfMS: of}
+		_, limit := e.judged()
+		e.LimitMS = limit.Of(of)
+		out = append(out, e)
 	}
 	return out
 }

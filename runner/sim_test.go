@@ -20,7 +20,7 @@ import (
 // cpu-ms/op counts every goroutine's CPU, the garbage collector's included, which is
 // what repetitions running on every core pay (go test ./runner -run - -bench Simulated).
 func BenchmarkSimulated(b *testing.B) {
-	s := specFor(b, "two-dc", "backend=sim", "duration=120s", "crash-at=60s")
+	s := specFor(b, "two-dc", "backend=sim", "duration=120s", "crash-at=60s", "rate=1000") // the spec's rate, not testRate
 	t, err := trial.New(s, 1)
 	if err != nil {
 		b.Fatal(err)
