@@ -162,7 +162,7 @@ func runFaults(t *testing.T, backend, faults, duration string) *Result {
 	}
 	if s, err = s.With(spec.Setting{Name: "duration", Value: duration}, spec.Setting{Name: "crash-at", Value: "none"},
 		spec.Setting{Name: "repetitions", Value: "1"}, spec.Setting{Name: "backend", Value: backend}, spec.Setting{Name: "warmup", Value: "1s"},
-		spec.Setting{Name: "rate", Value: strings.TrimPrefix(testRate, "rate=")}); err != nil {
+		spec.Setting{Name: "rate", Value: testRate}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -45,7 +45,7 @@ import (
 // on it, and at 1000 writes/s a local run took a core of this 2-core host for its 25 s,
 // which made runner the longest package of CI. Fidelity at the paper's rates is the
 // nightly suite's.
-const testRate = "rate=300"
+const testRate = "300"
 
 func specFor(t testing.TB, name string, settings ...string) *spec.Spec {
 	t.Helper()
@@ -54,7 +54,7 @@ func specFor(t testing.TB, name string, settings ...string) *spec.Spec {
 		t.Fatal(err)
 	}
 	var sets []spec.Setting
-	for _, kv := range append([]string{"duration=25s", "crash-at=12s", "warmup=3s", "repetitions=1", testRate}, settings...) {
+	for _, kv := range append([]string{"duration=25s", "crash-at=12s", "warmup=3s", "repetitions=1", "rate=" + testRate}, settings...) {
 		k, v, _ := strings.Cut(kv, "=")
 		sets = append(sets, spec.Setting{Name: k, Value: v})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/polebench/polebench/hiccup"
 	"github.com/polebench/polebench/sim"
+	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/trial"
 )
 
@@ -20,7 +21,11 @@ import (
 // cpu-ms/op counts every goroutine's CPU, the garbage collector's included, which is
 // what repetitions running on every core pay (go test ./runner -run - -bench Simulated).
 func BenchmarkSimulated(b *testing.B) {
-	s := specFor(b, "two-dc", "backend=sim", "duration=120s", "crash-at=60s", "rate=1000") // the spec's rate, not testRate
+	shipped, err := spec.Resolve("two-dc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := specFor(b, "two-dc", "backend=sim", "duration=120s", "crash-at=60s", fmt.Sprintf("rate=%g", shipped.Rates.Total)) // the spec's rate, not testRate
 	t, err := trial.New(s, 1)
 	if err != nil {
 		b.Fatal(err)
