@@ -130,6 +130,8 @@ var overrides = []Override{
 		func(s *Spec, v string) error { s.Workload.Arrival = arrival.Kind(v); return nil }},
 	{"warmup", "time before the load is measured, e.g. 5s (workload.warmup)", "workload.warmup",
 		func(s *Spec, v string) error { return parseDuration(v, &s.Workload.Warmup) }},
+	{"settle", "time from the new leader's election to the \"after\" window, e.g. 10s (workload.settle)", "workload.settle",
+		func(s *Spec, v string) error { return parseDuration(v, &s.Workload.Settle) }},
 	{"jitter", "link jitter in % of the one-way delay (links.jitter_pct)", "links.jitter_pct",
 		func(s *Spec, v string) error {
 			f, err := parseFloat(v)

@@ -69,7 +69,7 @@ func TestOverrideErrors(t *testing.T) {
 		sets []Setting
 		want string
 	}{
-		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, rtt, preload-mb, init-limit, payload, arrival, warmup, jitter, dist, window-kb, backend, flavor, placement, repetitions, seed)`},
+		{dep1, []Setting{{"q", "1"}}, `unknown override "q" (known: p, hot, rate, oracle, initial-leader, crash-at, duration, intra-dc-rtt, outdate, rtt, preload-mb, init-limit, payload, arrival, warmup, settle, jitter, dist, window-kb, backend, flavor, placement, repetitions, seed)`},
 		{dep1, []Setting{{"p", "half"}}, `override p=half: rates.skew.p: "half" is not a number`},
 		{dep1, []Setting{{"p", "1.5"}}, "override p=1.5: rates.skew.p: p = 1.5 is outside [0, 1]"},
 		{dep1, []Setting{{"hot", "D9"}}, `override hot=D9: rates.skew.hot: unknown data center "D9"`},
@@ -109,6 +109,7 @@ func TestRunOverrides(t *testing.T) {
 		{[]Setting{{"payload", "100"}}, func(s *Spec) { s.Workload.PayloadBytes = 100 }},
 		{[]Setting{{"arrival", "constant"}}, func(s *Spec) { s.Workload.Arrival = "constant" }},
 		{[]Setting{{"warmup", "0s"}}, func(s *Spec) { s.Workload.Warmup = 0 }},
+		{[]Setting{{"settle", "2s"}}, func(s *Spec) { s.Workload.Settle = 2 * time.Second }},
 		{[]Setting{{"jitter", "0"}}, func(s *Spec) { s.Links.JitterPct = 0 }},
 		{[]Setting{{"dist", "normal"}}, func(s *Spec) { s.Links.Dist = "normal" }},
 		{[]Setting{{"window-kb", "64"}}, func(s *Spec) { s.Links.WindowBytes = 64 << 10 }},
@@ -164,6 +165,7 @@ func TestRunOverrideErrors(t *testing.T) {
 		{[]Setting{{"arrival", "bursty"}}, `override arrival=bursty: workload.arrival: unknown arrival "bursty" (known: poisson, constant)`},
 		{[]Setting{{"warmup", "61s"}}, "override warmup=61s: workload.warmup: 1m1s is not before crash_at 1m0s: nothing would be measured before the crash"},
 		{[]Setting{{"warmup", "x"}}, `override warmup=x: workload.warmup: "x" is not a duration (like 60s or 1m30s)`},
+		{[]Setting{{"settle", "-1s"}}, "override settle=-1s: workload.settle: -1s is not positive"},
 		{[]Setting{{"jitter", "200"}}, "override jitter=200: links.jitter_pct: 200% is outside [0, 100]"},
 		{[]Setting{{"dist", "cauchy"}}, `override dist=cauchy: links.distribution: unknown distribution "cauchy" (known: pareto, normal, paretonormal, uniform)`},
 		{[]Setting{{"window-kb", "0"}}, "override window-kb=0: links.window_kb: 0 kB is outside 1 .. 1048576 kB (TCP's largest window, 1 GiB)"},

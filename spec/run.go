@@ -29,7 +29,8 @@ const (
 	DefaultSessionsPerServer = 4
 	DefaultKeys              = 1000
 	DefaultWarmup            = 5 * time.Second
-	DefaultRepetitions       = 5 // the paper's runs per point
+	DefaultSettle            = 10 * time.Second // the paper: steady from 10 s after the election
+	DefaultRepetitions       = 5                // the paper's runs per point
 	DefaultSeed              = 1
 	DefaultBackend           = backend.Default
 	DefaultFlavor            = backend.DefaultFlavor
@@ -45,6 +46,7 @@ type Workload struct {
 	SessionsPerServer int           // client sessions pinned to each server
 	Keys              int           // znodes the writes are spread over
 	Warmup            time.Duration // load runs but is not measured as "before the crash" until then
+	Settle            time.Duration // from the election to the "after" window's start
 }
 
 // arrivalNames lists the arrival kinds for errors and help: "poisson, constant".
@@ -158,6 +160,7 @@ func (s *Spec) setRunDefaults() {
 		SessionsPerServer: DefaultSessionsPerServer,
 		Keys:              DefaultKeys,
 		Warmup:            DefaultWarmup,
+		Settle:            DefaultSettle,
 	}
 	s.Repetitions = DefaultRepetitions
 	s.Seed = DefaultSeed
@@ -212,6 +215,7 @@ func decodeWorkload(d *decoder, s *Spec) field {
 			"sessions_per_server": d.integer(&w.SessionsPerServer),
 			"keys":                d.integer(&w.Keys),
 			"warmup":              d.duration(&w.Warmup),
+			"settle":              d.duration(&w.Settle),
 		})
 	}
 }

@@ -30,7 +30,7 @@ func TestRunDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Workload{PayloadBytes: 1024, Arrival: "poisson", SessionsPerServer: 4, Keys: 1000, Warmup: 5 * time.Second}
+	want := Workload{PayloadBytes: 1024, Arrival: "poisson", SessionsPerServer: 4, Keys: 1000, Warmup: 5 * time.Second, Settle: 10 * time.Second}
 	if s.Workload != want {
 		t.Errorf("workload %+v, want %+v", s.Workload, want)
 	}
@@ -63,6 +63,7 @@ func TestRunDecode(t *testing.T) {
 		{"60s", "workload: {keys: 7}", func(s *Spec) { s.Workload.Keys = 7 }},
 		{"60s", "workload: {warmup: 0s}", func(s *Spec) { s.Workload.Warmup = 0 }},
 		{"60s", "workload: {warmup: 59.5s}", func(s *Spec) { s.Workload.Warmup = 59500 * time.Millisecond }},
+		{"60s", "workload: {settle: 3s}", func(s *Spec) { s.Workload.Settle = 3 * time.Second }},
 		{"60s", "workload: {}", func(s *Spec) {}},
 		{"60s", "preload_mb: 250", func(s *Spec) { s.PreloadMB = 250 }},
 		{"60s", "preload_mb: 0", func(s *Spec) {}},
@@ -122,7 +123,8 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "workload:\n  arrival: bursty", `x.yaml:10: workload.arrival: unknown arrival "bursty" (known: poisson, constant)`},
 		{"60s", "workload:\n  warmup: -1s", "x.yaml:10: workload.warmup: -1s is negative"},
 		{"60s", "workload:\n  warmup: 60s", "x.yaml:10: workload.warmup: 1m0s is not before crash_at 1m0s: nothing would be measured before the crash"},
-		{"60s", "workload:\n  keyz: 1", "x.yaml:10: workload.keyz: unknown field (known: arrival, keys, payload_bytes, sessions_per_server, warmup)"},
+		{"60s", "workload:\n  settle: 0s", "x.yaml:10: workload.settle: 0s is not positive"},
+		{"60s", "workload:\n  keyz: 1", "x.yaml:10: workload.keyz: unknown field (known: arrival, keys, payload_bytes, sessions_per_server, settle, warmup)"},
 		{"60s", "workload: 5", `x.yaml:9: workload: expected a mapping, got "5"`},
 		// A default warmup has no line: the other end is named.
 		{"5s", "", "x.yaml:8: crash_at: 5s is not after the warmup (workload.warmup, default 5s): nothing would be measured before the crash"},

@@ -302,6 +302,9 @@ func (s *Spec) checkWorkload() error {
 	if w.Warmup < 0 {
 		return s.errf("workload.warmup", "%v is negative", w.Warmup)
 	}
+	if w.Settle <= 0 {
+		return s.errf("workload.settle", "%v is not positive", w.Settle)
+	}
 	// The warmup must leave time to measure before the crash (or before the end).
 	end, endField, what := s.Duration, "duration", "the end of the run"
 	if s.CrashAt > 0 {
