@@ -310,7 +310,16 @@ func SummaryMetrics(s *analysis.Summary) map[string]float64 {
 // of its own (one repetition) or in rep1, rep2, ... An experiment is named by its run
 // directory's path below root, or by the spec's name when root is the run directory.
 // Env gets only what the directories say (the links); the caller adds the rest.
-func Collect(root string) (*File, error) {
+func Collect(root string) (*File, error) { return CollectWith(root, nil) }
+
+// ModelFunc gives, for a repetition's directory, the model's mean latency by window
+// and DC to judge its measured means by instead of its summary's (nil: the summary's).
+type ModelFunc func(repDir string) (map[string]map[string]float64, error)
+
+// CollectWith is Collect with measured_minus_model taken against model's means where
+// model gives them: a planted night judges its runs by the model of the experiment as
+// its suite wrote it (package nightly).
+func CollectWith(root string, model ModelFunc) (*File, error) {
 	var runs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -368,7 +377,13 @@ func Collect(root string) (*File, error) {
 			}
 			got++
 			verdict := s.RunVerdict()
-			for key, v := range SummaryMetrics(s) {
+			metrics := SummaryMetrics(s)
+			if model != nil {
+				if err := remodel(metrics, s, rd, model); err != nil {
+					return nil, err
+				}
+			}
+			for key, v := range metrics {
 				samples[exp+"/"+key] = append(samples[exp+"/"+key], v)
 				hosts[exp+"/"+key] = append(hosts[exp+"/"+key], verdict)
 				windows[exp+"/"+key] = append(windows[exp+"/"+key], windowVerdict(s, key, verdict))
@@ -385,6 +400,25 @@ func Collect(root string) (*File, error) {
 	}
 	f.Env.Links = slices.Sorted(maps.Keys(links))
 	return f, nil
+}
+
+// remodel puts model's means for rd in place of the summary's in m's
+// measured_minus_model metrics; a window or DC model has no mean for has none.
+func remodel(m map[string]float64, s *analysis.Summary, rd string, model ModelFunc) error {
+	ms, err := model(rd)
+	if err != nil || ms == nil {
+		return err
+	}
+	for win, byDC := range s.LatencyMS {
+		for dc, st := range byDC {
+			key := "measured_minus_model." + win + "." + dc
+			delete(m, key)
+			if mean, ok := ms[win][dc]; ok && st.Count > 0 {
+				m[key] = st.Mean - mean
+			}
+		}
+	}
+	return nil
 }
 
 // repDirs lists a run directory's repetitions in order: rep1, rep2, ..., or the run

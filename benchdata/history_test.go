@@ -153,6 +153,19 @@ func TestCollect(t *testing.T) {
 	if !slices.Equal(f.Env.Links, []string{"user-space"}) || len(f.Incomplete) != 1 || !strings.Contains(f.Incomplete[0], "2 of 3") {
 		t.Errorf("links %v, incomplete %v", f.Env.Links, f.Incomplete)
 	}
+	// Judged by another model (a planted night's suite spec): rep1's mean against 19.85,
+	// rep2 against none (no window of it), so one sample.
+	byRep := map[string]map[string]map[string]float64{"rep1": {"before": {"D1": 19.85}}, "rep2": {"after": {"D1": 1}}}
+	w, err := CollectWith(root, func(rd string) (map[string]map[string]float64, error) { return byRep[filepath.Base(rd)], nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mm, _ := w.Metric("two-dc-crash/measured_minus_model.before.D1"); len(mm.Samples) != 1 || abs(mm.Samples[0]-1.15) > 1e-9 {
+		t.Errorf("measured minus another model %+v", mm)
+	}
+	if lm, _ := w.Metric("two-dc-crash/latency.mean.before.D1"); len(lm.Samples) != 2 {
+		t.Errorf("another model changed the means: %+v", lm)
+	}
 	// The run directory itself is named by its spec.
 	g, err := Load(run)
 	if err != nil || g.Metrics[0].Name != "two-dc/election_ms" {

@@ -19,6 +19,8 @@ import (
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
+	"github.com/polebench/polebench/spec"
+	"github.com/polebench/polebench/trial"
 )
 
 // Options configure Run.
@@ -269,7 +271,7 @@ func collect(out string, s *Suite) (*benchdata.File, error) {
 		return e.Kind == KindRun && exists(filepath.Join(out, e.Name, "spec.resolved.json"))
 	}) {
 		var err error
-		if f, err = benchdata.Collect(out); err != nil {
+		if f, err = benchdata.CollectWith(out, writtenModel(out, s)); err != nil {
 			return nil, err
 		}
 	}
@@ -295,6 +297,33 @@ func collect(out string, s *Suite) (*benchdata.File, error) {
 	}
 	sort.Slice(f.Metrics, func(i, j int) bool { return f.Metrics[i].Name < f.Metrics[j].Name })
 	return f, nil
+}
+
+// writtenModel is a planted night's model for each repetition under out: that of its
+// entry's spec as the suite wrote it (Entry.Written), so that the planted setting
+// moves the measurement and not the model, as a regression of the system under study
+// would; nil on a night with nothing planted.
+func writtenModel(out string, s *Suite) benchdata.ModelFunc {
+	if len(s.Planted) == 0 {
+		return nil
+	}
+	written := map[string]*spec.Spec{}
+	for _, e := range s.Entries {
+		if e.Written != nil {
+			written[e.Name] = e.Written
+		}
+	}
+	return func(repDir string) (map[string]map[string]float64, error) {
+		rel, err := filepath.Rel(out, repDir)
+		if err != nil {
+			return nil, fmt.Errorf("nightly: %w", err)
+		}
+		name, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+		if sp := written[name]; sp != nil {
+			return trial.Model(repDir, sp)
+		}
+		return nil, nil
+	}
 }
 
 // writeFidelity writes fidelity.md: the night, the table, and every check.

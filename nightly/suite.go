@@ -62,6 +62,9 @@ type Entry struct {
 	// Resolved is a run entry's spec with its settings applied, checked when the
 	// suite is parsed.
 	Resolved *spec.Spec
+	// Written is a planted night's run entry's spec as the suite wrote it, without the
+	// planted settings: the night's runs are judged by its model.
+	Written *spec.Spec
 	// Load is a bench entry's write benchmark, checked when the suite is parsed.
 	Load *bench.Config
 	// Workers are the worker counts a sim-speed entry simulates each repetition at.
@@ -160,7 +163,11 @@ func (s *Suite) Select(quick bool, planted []spec.Setting) (*Suite, error) {
 		if quick {
 			sets = append(append([]spec.Setting(nil), e.Set...), e.Quick...)
 		}
-		if e.Kind == KindRun {
+		if e.Kind == KindRun && len(planted) > 0 {
+			if _, err := kinds[e.Kind].apply(&e, sets); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", e.Pos, e.Name, err) // checked when parsed: not reached
+			}
+			e.Written = e.Resolved
 			sets = append(append([]spec.Setting(nil), sets...), planted...)
 		}
 		if _, err := kinds[e.Kind].apply(&e, sets); err != nil {
