@@ -46,12 +46,14 @@ type HostSample struct {
 	// the period is missing.
 	ProcWaitPct map[string]float64
 	// LinkMsgs is how many messages the user-space links in the harness's process
-	// delivered in the period (the local backend's); LinkLateP99MS and LinkLateMaxMS
-	// how late the 99th percentile and the latest were after their scheduled arrival,
-	// NaN without a message.
-	LinkMsgs      int64
-	LinkLateP99MS float64
-	LinkLateMaxMS float64
+	// delivered in the period (the local backend's); LinkLateMeanMS, LinkLateP99MS and
+	// LinkLateMaxMS how late they were on average, the 99th percentile and the latest
+	// after their scheduled arrival, NaN without a message (the mean also in runs
+	// stored before it was kept).
+	LinkMsgs       int64
+	LinkLateMeanMS float64
+	LinkLateP99MS  float64
+	LinkLateMaxMS  float64
 }
 
 // HostInput is what the run measured of its host.
@@ -83,9 +85,11 @@ type HostWindow struct {
 	// the window's samples (HostSample.ProcWaitPct).
 	ProcWaitPct map[string]float64 `json:"proc_wait_pct,omitempty"`
 	// The user-space links in the harness's process over the window: the messages
-	// they delivered, the latest delivery after its schedule, and the highest of the
-	// 100 ms periods' p99 lateness. Reported, not judged.
+	// they delivered, their mean lateness after their schedule (judged: linkEffects;
+	// nil in runs stored before it was kept), the latest delivery, and the highest of
+	// the 100 ms periods' p99 lateness.
 	LinkMsgs           int64    `json:"link_msgs,omitempty"`
+	LinkLateMeanMS     *float64 `json:"link_late_mean_ms,omitempty"`
 	LinkLateMaxMS      *float64 `json:"link_late_max_ms,omitempty"`
 	LinkLateWorstP99MS *float64 `json:"link_late_worst_p99_ms,omitempty"`
 }
@@ -186,6 +190,7 @@ func hostFigures(h *HostInput, w Window, recs []workload.Record) *HostWindow {
 	if hw.LinkMsgs > 0 {
 		hw.LinkLateMaxMS, hw.LinkLateWorstP99MS = &lateMax, &lateP99
 	}
+	hw.LinkLateMeanMS = linkLateMean(h, w)
 	hw.CPUBusyPct, hw.CPUSomePct = MeanOf(busy), MeanOf(some)
 	return hw
 }
@@ -201,10 +206,27 @@ func windowSamples(h *HostInput, w Window) []HostSample {
 	return out
 }
 
+// linkLateMean is the mean lateness of the links' deliveries over w's samples, each
+// period's mean weighted by its messages; nil without a message or a mean.
+func linkLateMean(h *HostInput, w Window) *float64 {
+	var n, late float64
+	for _, s := range windowSamples(h, w) {
+		if s.LinkMsgs > 0 && !math.IsNaN(s.LinkLateMeanMS) {
+			n += float64(s.LinkMsgs)
+			late += s.LinkLateMeanMS * float64(s.LinkMsgs)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	m := late / n
+	return &m
+}
+
 // contention says, beside a verdict that is not trusted, what the host's contention
 // looked like: the run-queue wait of the processes watched from outside, the most
 // waiting first (those without a meter are judged by it too: hostEffects), and how
-// late the user-space links delivered (reported, not judged).
+// late the user-space links delivered (judged by their mean too: linkEffects).
 func (hw *HostWindow) contention() []string {
 	var out []string
 	if len(hw.ProcWaitPct) > 0 {
@@ -222,7 +244,11 @@ func (hw *HostWindow) contention() []string {
 		out = append(out, "run-queue wait of the processes watched from outside, in % of the window summed over their threads: "+strings.Join(parts, ", "))
 	}
 	if hw.LinkLateMaxMS != nil {
-		out = append(out, fmt.Sprintf("the user-space links delivered up to %.1f ms after their schedule, p99 up to %.1f ms in a 100 ms period (reported, not judged)", *hw.LinkLateMaxMS, *hw.LinkLateWorstP99MS))
+		mean := ""
+		if hw.LinkLateMeanMS != nil {
+			mean = fmt.Sprintf(", %.2f ms on average", *hw.LinkLateMeanMS)
+		}
+		out = append(out, fmt.Sprintf("the user-space links delivered up to %.1f ms after their schedule, p99 up to %.1f ms in a 100 ms period%s", *hw.LinkLateMaxMS, *hw.LinkLateWorstP99MS, mean))
 	}
 	return out
 }

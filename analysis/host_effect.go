@@ -13,13 +13,13 @@ import (
 )
 
 // The verdict on a window judges what the host did to the numbers the run reports:
-// how far its stalls moved each DC's mean, p99 and p999 and the send lag's p99, and
-// how much a server without a meter of its own (ZooKeeper's JVMs) waited for a CPU per
-// request. A figure moved is an amount in ms against a limit in ms: a stall moves a
-// percentile by its length at most, and a mean by what it took from the writes it
-// held over all of them, so one short stall tips no window, short or long, as the
-// share of requests it overlapped did. The limits are docs/host.md's, with the runs
-// they come from.
+// how far its stalls moved each DC's mean, p99 and p999 and the send lag's p99, how
+// much a server without a meter of its own (ZooKeeper's JVMs) waited for a CPU per
+// request, and how far the user-space links' late deliveries moved each DC's mean. A
+// figure moved is an amount in ms against a limit in ms: a stall moves a percentile by
+// its length at most, and a mean by what it took from the writes it held over all of
+// them, so one short stall tips no window, short or long, as the share of requests it
+// overlapped did. The limits are docs/host.md's, with the runs they come from.
 
 // HostLimit is how far the host may move a statistic: the larger of MS and Pct % of
 // the statistic as measured.
@@ -91,7 +91,11 @@ func (e HostEffect) String() string {
 	if e.Stat == StatSendLag {
 		what = "the send lag's p99"
 	}
-	if e.Process != "" {
+	switch e.Process {
+	case "":
+	case LinksProcess:
+		return fmt.Sprintf("the user-space links' late deliveries moved %s by about %.2f ms of %.2f", what, e.MS, e.OfMS)
+	default:
 		return fmt.Sprintf("%s waited %.2f ms for a CPU per write, up to that much of %s of %.2f ms", e.Process, e.MS, what, e.OfMS)
 	}
 	return fmt.Sprintf("the host's stalls moved %s by %.2f ms of %.2f", what, e.MS, e.OfMS)
@@ -167,7 +171,71 @@ func hostEffects(h *HostInput, w Window, recs []workload.Record, paths []Path, p
 	if e, ok := sendLagEffect(h, w, recs); ok {
 		out = append(out, e)
 	}
+	out = append(out, linkEffects(h, w, byDC, crossings(w, paths))...)
 	return append(out, waitEffects(h, w, byDC[All])...)
+}
+
+// LinksProcess names the user-space links among the effects' processes: the local
+// backend's delay lines, run in the harness, whose late deliveries are the host's.
+const LinksProcess = "links"
+
+// maxCrossings is the most links a write crosses on its way: to the leader, the
+// proposal out and its ack back, and the commit back to the server it was sent to.
+const maxCrossings = 4
+
+// crossings is, per DC (All included), the mean number of links w's traced writes
+// crossed on their way: two for the proposal and its ack, two more where the write
+// was sent to a follower; a DC without traces is not in it.
+func crossings(w Window, paths []Path) map[string]float64 {
+	n, c := map[string]float64{}, map[string]float64{}
+	for i := range paths {
+		p := &paths[i]
+		if !w.contains(p.At[StepIntended]) {
+			continue
+		}
+		k := 2.0
+		if p.Server != p.Leader {
+			k = maxCrossings
+		}
+		for _, dc := range [2]string{p.DC, All} {
+			n[dc]++
+			c[dc] += k
+		}
+	}
+	for dc := range c {
+		c[dc] /= n[dc]
+	}
+	return c
+}
+
+// linkEffects judges the user-space links: their deliveries' mean lateness over the
+// window times the links a DC's writes cross on their way (maxCrossings where no trace
+// says), an estimate of how far the links moved the DC's mean. The lateness is mostly
+// the harness's stalls seen from the links, so it is judged beside the stalls'
+// effect, not added to it. None where the links delivered nothing (every backend but
+// local) or the run kept no mean.
+func linkEffects(h *HostInput, w Window, byDC map[string][]delayed, cross map[string]float64) []HostEffect {
+	late := linkLateMean(h, w)
+	if late == nil {
+		return nil
+	}
+	var out []HostEffect
+	for _, dc := range slices.Sorted(maps.Keys(byDC)) {
+		ds := byDC[dc]
+		if len(ds) == 0 {
+			continue
+		}
+		var sum float64
+		for _, d := range ds {
+			sum += d.lat
+		}
+		of, k := sum/float64(len(ds)), cross[dc]
+		if k == 0 {
+			k = maxCrossings
+		}
+		out = append(out, HostEffect{Stat: StatMean, DC: dc, Process: LinksProcess, MS: k * *late, OfMS: of, LimitMS: MeanLimit.Of(of)})
+	}
+	return out
 }
 
 // pathDelays are w's traced writes per DC (All included), each with its stalls as
@@ -310,6 +378,8 @@ func (hw *HostWindow) Moved() string {
 		case top == nil:
 		case stat == StatSendLag:
 			parts = append(parts, fmt.Sprintf("send lag p99 %.2f ms of %.2f", top.MS, top.OfMS))
+		case stat == "" && top.Process == LinksProcess:
+			parts = append(parts, fmt.Sprintf("links' lateness %.2f ms (%s of %.2f)", top.MS, top.DC, top.OfMS))
 		case stat == "":
 			parts = append(parts, fmt.Sprintf("%s's run-queue wait %.2f ms per write (of %s's mean %.2f)", top.Process, top.MS, top.DC, top.OfMS))
 		default:

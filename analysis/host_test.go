@@ -53,6 +53,14 @@ func TestHostVerdict(t *testing.T) {
 		}
 		return out
 	}
+	// The user-space links delivering late by meanMS on average, 100 messages a period.
+	late := func(length time.Duration, meanMS float64) []HostSample {
+		var out []HostSample
+		for at := 100 * ms; at <= length; at += 100 * ms {
+			out = append(out, HostSample{At: at, PeriodMS: 100, LinkMsgs: 100, LinkLateMeanMS: meanMS, LinkLateP99MS: 10 * meanMS, LinkLateMaxMS: 20 * meanMS})
+		}
+		return out
+	}
 	for _, c := range []struct {
 		name    string
 		length  time.Duration
@@ -77,6 +85,10 @@ func TestHostVerdict(t *testing.T) {
 		{"a stall of a server off the write's way", 10 * s, every("p2", 9, s, 100*ms), nil, Trusted, 0, 0, ""},
 		{"a JVM waiting for a CPU", 10 * s, nil, waiting(10*s, 150), Untrusted, 1.5, 0, "p3 waited 1.50 ms for a CPU per write"},
 		{"a JVM waiting a little", 10 * s, nil, waiting(10*s, 20), Trusted, 0.2, 0, ""},
+		// Untraced writes cross at most four links: 0.3 ms late each moves a 20 ms mean
+		// by 1.2 ms, past its 5 %.
+		{"links delivering late", 10 * s, nil, late(10*s, 0.3), Untrusted, 1.2, 0, "the user-space links' late deliveries moved D1's mean by about 1.20 ms"},
+		{"links a little late", 10 * s, nil, late(10*s, 0.05), Trusted, 0.2, 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			recs := held(c.length, 1000, 20*ms, c.stalls)

@@ -235,6 +235,9 @@ func TestLatenessTake(t *testing.T) {
 	if s.N != 1001 || s.Max != 999*time.Microsecond {
 		t.Errorf("%d records, max %v; want 1001, 999µs", s.N, s.Max)
 	}
+	if want := 499500 * time.Microsecond / 1001; s.Mean != want { // the early one counts as 0
+		t.Errorf("mean %v, want %v", s.Mean, want)
+	}
 	if want := 990 * time.Microsecond; s.P99 < want || s.P99 > s.Max {
 		t.Errorf("p99 %v, want from %v to the max %v", s.P99, want, s.Max)
 	}

@@ -39,11 +39,13 @@ type HostSample struct {
 	// before it was watched under its current pid.
 	ProcWaitPct map[string]float64
 	// LinkMsgs is how many messages the links (Links) delivered in the period;
-	// LinkLateP99MS and LinkLateMaxMS how late the 99th percentile and the latest were
-	// after their scheduled arrival (NaN without links, or without a message).
-	LinkMsgs      int64
-	LinkLateP99MS float64
-	LinkLateMaxMS float64
+	// LinkLateMeanMS, LinkLateP99MS and LinkLateMaxMS how late they were on average,
+	// the 99th percentile and the latest after their scheduled arrival (NaN without
+	// links, or without a message).
+	LinkMsgs       int64
+	LinkLateMeanMS float64
+	LinkLateP99MS  float64
+	LinkLateMaxMS  float64
 }
 
 // HostSampler samples the host every period until its context ends. Watch adds
@@ -145,7 +147,7 @@ func (h *HostSampler) Run(ctx context.Context) {
 func diff(a, b hostReading) HostSample {
 	el := b.at.Sub(a.at)
 	s := HostSample{At: b.at.UnixNano(), PeriodMS: float64(el) / 1e6, CPUBusyPct: nan(), CPUSomePct: nan(),
-		GCPauseMS: (b.gcPauseSec - a.gcPauseSec) * 1e3, GCCPUMS: (b.gcCPUSec - a.gcCPUSec) * 1e3, LinkLateP99MS: nan(), LinkLateMaxMS: nan()}
+		GCPauseMS: (b.gcPauseSec - a.gcPauseSec) * 1e3, GCCPUMS: (b.gcCPUSec - a.gcCPUSec) * 1e3, LinkLateMeanMS: nan(), LinkLateP99MS: nan(), LinkLateMaxMS: nan()}
 	if b.all > a.all {
 		s.CPUBusyPct = 100 * float64(b.busy-a.busy) / float64(b.all-a.all)
 	}
@@ -165,7 +167,7 @@ func diff(a, b hostReading) HostSample {
 	if l := b.links; l != nil {
 		s.LinkMsgs = l.N
 		if l.N > 0 {
-			s.LinkLateP99MS, s.LinkLateMaxMS = float64(l.P99)/1e6, float64(l.Max)/1e6
+			s.LinkLateMeanMS, s.LinkLateP99MS, s.LinkLateMaxMS = float64(l.Mean)/1e6, float64(l.P99)/1e6, float64(l.Max)/1e6
 		}
 	}
 	return s

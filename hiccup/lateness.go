@@ -16,6 +16,7 @@ import (
 type Lateness struct {
 	counts [lateBuckets]atomic.Uint64
 	max    atomic.Int64
+	sum    atomic.Int64 // ns, for the mean
 }
 
 const (
@@ -49,6 +50,7 @@ func lateUpper(i int) int64 {
 func (l *Lateness) Record(late time.Duration) {
 	ns := max(int64(late), 0)
 	l.counts[lateBucket(uint64(ns))].Add(1)
+	l.sum.Add(ns)
 	for {
 		m := l.max.Load()
 		if ns <= m || l.max.CompareAndSwap(m, ns) {
@@ -59,9 +61,10 @@ func (l *Lateness) Record(late time.Duration) {
 
 // LateSummary is what a Lateness counted over one period.
 type LateSummary struct {
-	N   int64
-	P99 time.Duration // the bucket's highest value, at most Max
-	Max time.Duration
+	N    int64
+	Mean time.Duration
+	P99  time.Duration // the bucket's highest value, at most Max
+	Max  time.Duration
 }
 
 // Take returns what was recorded since the previous Take and starts over. A Record
@@ -77,9 +80,11 @@ func (l *Lateness) Take() LateSummary {
 		s.N += int64(c[i])
 	}
 	s.Max = time.Duration(l.max.Swap(0))
+	sum := l.sum.Swap(0) // a racing Record's lateness may fall in the next period's mean
 	if s.N == 0 {
 		return s
 	}
+	s.Mean = time.Duration(sum / s.N)
 	rank := (99*s.N + 99) / 100 // ceil(0.99 N)
 	var seen int64
 	for i, n := range c {

@@ -25,6 +25,11 @@ var hostColumns = []string{"t_ms", "period_ms", "cpu_busy_pct", "cpu_pressure_pc
 
 const waitPrefix = "wait_pct_"
 
+// linkMeanColumn is host.csv's mean lateness of the links' deliveries, after
+// hostColumns: run directories written before it have none (their links' effect on
+// the means is not judged).
+const linkMeanColumn = "link_late_mean_ms"
+
 // stallColumns are hiccups.csv's columns.
 var stallColumns = []string{"process", "start_ms", "length_ms"}
 
@@ -62,14 +67,14 @@ func hostRows(h *Host) (stalls, host [][]string) {
 		}
 	}
 	procs := slices.Sorted(maps.Keys(watched))
-	header := slices.Clone(hostColumns)
+	header := append(slices.Clone(hostColumns), linkMeanColumn)
 	for _, p := range procs {
 		header = append(header, waitPrefix+p)
 	}
 	host = [][]string{header}
 	for _, x := range h.Samples {
 		row := []string{msStr(at(x.At)), num(x.PeriodMS), num(x.CPUBusyPct), num(x.CPUSomePct), num(x.GCPauseMS), num(x.GCCPUMS),
-			strconv.FormatInt(x.LinkMsgs, 10), num(x.LinkLateP99MS), num(x.LinkLateMaxMS)}
+			strconv.FormatInt(x.LinkMsgs, 10), num(x.LinkLateP99MS), num(x.LinkLateMaxMS), num(x.LinkLateMeanMS)}
 		for _, p := range procs {
 			v, ok := x.ProcWaitPct[p]
 			if !ok {
@@ -128,14 +133,18 @@ func parseHost(procs []string, stalls, host *table) (*analysis.HostInput, error)
 		in.Stalls = append(in.Stalls, analysis.HostStall{Process: r.f[0], From: from, To: from + length})
 	}
 	var err error
+	meanCol := slices.Index(host.header, linkMeanColumn)
 	for _, r := range host.rows {
 		x := analysis.HostSample{At: host.ms(r, 0), PeriodMS: host.num(r, 1), CPUBusyPct: host.num(r, 2), CPUSomePct: host.num(r, 3),
-			GCPauseMS: host.num(r, 4), LinkLateP99MS: host.num(r, 7), LinkLateMaxMS: host.num(r, 8)}
+			GCPauseMS: host.num(r, 4), LinkLateP99MS: host.num(r, 7), LinkLateMaxMS: host.num(r, 8), LinkLateMeanMS: math.NaN()}
 		if x.LinkMsgs, err = strconv.ParseInt(r.f[6], 10, 64); err != nil {
 			host.fail(r, 6, err)
 		}
+		if meanCol >= 0 {
+			x.LinkLateMeanMS = host.num(r, meanCol)
+		}
 		for i := len(hostColumns); i < len(host.header); i++ {
-			if r.f[i] == "" {
+			if r.f[i] == "" || !strings.HasPrefix(host.header[i], waitPrefix) {
 				continue
 			}
 			if x.ProcWaitPct == nil {
