@@ -38,6 +38,11 @@ const (
 	// is better neither way (the host's speed): it tells how to read the others, and
 	// does not fail.
 	Moved Verdict = "moved"
+	// HostMade is a significant change, at least the minimum effect, of a metric
+	// whose windows the host's verdict trusted on neither side: the host moved the
+	// numbers it rests on past their limits (docs/host.md), so the change may be the
+	// host's, and it does not fail.
+	HostMade Verdict = "host"
 )
 
 // Fails says whether the verdict fails the comparison.
@@ -196,6 +201,7 @@ func CompareWith(old, cur *File, o Options) (*Comparison, error) {
 			if err := judge(&r, ref.MinEffect, alpha); err != nil {
 				return nil, fmt.Errorf("benchdata: %s: %w", name, err)
 			}
+			hostMade(&r, o, n)
 		}
 		c.Rows = append(c.Rows, r)
 	}
@@ -325,6 +331,36 @@ func judge(r *Row, eff MinEffect, alpha float64) error {
 		r.Verdict = Improved
 	}
 	return nil
+}
+
+// hostMade turns a regression or an improvement into HostMade when the host trusted
+// none of the metric's samples on either side: for a window's metric its verdict on
+// that window, else on the runs. Samples without a host verdict (runs from before the
+// meter) count as trusted: nothing says otherwise.
+func hostMade(r *Row, old, cur *Metric) {
+	if r.Verdict != Regressed && r.Verdict != Improved {
+		return
+	}
+	if trusted(old) == 0 && trusted(cur) == 0 {
+		r.Note = fmt.Sprintf("%s; the host's verdict trusted none of either side's windows: the host moved them past its limits", r.Verdict)
+		r.Verdict = HostMade
+	}
+}
+
+// trusted counts m's samples whose window (or run) the host trusted, or that have no
+// verdict.
+func trusted(m *Metric) int {
+	v := m.WindowHost
+	if v == nil {
+		v = m.Host
+	}
+	n := 0
+	for i := range m.Samples {
+		if i >= len(v) || v[i] == "" || v[i] == analysis.Trusted {
+			n++
+		}
+	}
+	return n
 }
 
 // sameOrChanged judges a deterministic metric: its samples are what the simulation

@@ -214,7 +214,7 @@ func TestFidelityRoundTripAndOutput(t *testing.T) {
 func TestCollectWindowHost(t *testing.T) {
 	root := t.TempDir()
 	// writeRuns trusts every run's before window, and gives after the run's verdict.
-	writeRuns(t, root, "two-dc", "local", []run{{21, analysis.Untrusted, 0}, {22, analysis.Trusted, 0}, {23, analysis.Degraded, 0}})
+	writeRuns(t, root, "two-dc", "local", []run{{21, analysis.Untrusted, 0, ""}, {22, analysis.Trusted, 0, ""}, {23, analysis.Degraded, 0, ""}})
 	f, err := Collect(root)
 	if err != nil {
 		t.Fatal(err)

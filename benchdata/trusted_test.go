@@ -2,6 +2,7 @@ package benchdata
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ type run struct {
 	mean    float64
 	verdict string
 	lost    int
+	before  string // the verdict on the before window (D1's): trusted if empty
 }
 
 // writeRuns writes the run directory root/exp as the runner leaves it: one rep<i>
@@ -38,7 +40,7 @@ func writeRuns(t *testing.T, root, exp, backend string, runs []run) {
 		s := &analysis.Summary{AchievedRate: 1000, LostAcknowledgedWrites: r.lost,
 			LatencyMS: map[string]map[string]analysis.LatencyStats{"before": {"D1": {Count: 100, Mean: r.mean, P99: r.mean + 5}}}}
 		if r.verdict != "" {
-			s.Host = map[string]*analysis.HostWindow{"before": {Verdict: analysis.Trusted}, "after": {Verdict: r.verdict}}
+			s.Host = map[string]*analysis.HostWindow{"before": {Verdict: cmp.Or(r.before, analysis.Trusted)}, "after": {Verdict: r.verdict}}
 		}
 		rd := filepath.Join(dir, fmt.Sprintf("rep%d", i+1))
 		if err := os.MkdirAll(rd, 0o755); err != nil {
@@ -48,6 +50,15 @@ func writeRuns(t *testing.T, root, exp, backend string, runs []run) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// untrustedBefore is rs with their before windows untrusted too.
+func untrustedBefore(rs []run) []run {
+	out := slices.Clone(rs)
+	for i := range out {
+		out[i].before = analysis.Untrusted
+	}
+	return out
 }
 
 // runsOf makes runs of the given means, all with one verdict.
@@ -86,6 +97,12 @@ func TestCompareTrustedOnly(t *testing.T) {
 			"5+2", "new has 2 trusted of 5 runs; 5+2 runs cannot reach p < 0.05", "new trusted 2/5: NOT COMPARED", Same},
 		{"old from before the meter", runsOf("", 21.0, 21.1, 20.9, 21.2, 20.95), quietToo, true, TooFewTrusted,
 			"0+4", "old has 0 trusted of 5 runs", "two-dc: old host not measured, new trusted 4/4: NOT COMPARED", Same},
+		// Every window on both sides untrusted: the host moved them past its limits,
+		// so a change between them is not the code's to fail.
+		{"untrusted on both sides", untrustedBefore(busy[:5]), untrustedBefore(runsOf(analysis.Untrusted, 40, 41, 39, 42, 40.5)), false, HostMade,
+			"5+5", "the host's verdict trusted none of either side's windows", "old trusted 0/5, new trusted 0/5", Same},
+		{"one trusted window is enough to judge", untrustedBefore(busy[:5]), append(untrustedBefore(runsOf(analysis.Untrusted, 40, 41, 39, 42)), run{mean: 40.5, verdict: analysis.Trusted}), false, Regressed,
+			"5+5", "", "new trusted 1/5", Same},
 		{"a lost write in a busy run still fails", quiet, append(slices.Clone(quietToo), run{mean: 30, verdict: analysis.Untrusted, lost: 1}), true, Same,
 			"5+4", "", "new trusted 4/5", LostWrites},
 	}
@@ -153,7 +170,7 @@ func TestCompareTrustedOnly(t *testing.T) {
 // the file and the metric.
 func TestHostVerdictsRoundTrip(t *testing.T) {
 	root := t.TempDir()
-	writeRuns(t, root, "two-dc", "local", []run{{21, analysis.Trusted, 0}, {22, analysis.Degraded, 0}, {23, analysis.Untrusted, 0}})
+	writeRuns(t, root, "two-dc", "local", []run{{21, analysis.Trusted, 0, ""}, {22, analysis.Degraded, 0, ""}, {23, analysis.Untrusted, 0, ""}})
 	writeRuns(t, root, "sim", "sim", runsOf("", 20.85))
 	f, err := Collect(root)
 	if err != nil {
