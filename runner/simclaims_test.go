@@ -18,11 +18,11 @@ import (
 // beside the others and beside the real-cluster tests (t.Parallel): the virtual clock
 // does not care how busy the host is.
 
-// simulate runs s (shortened by specFor) on the sim backend and returns its summary
-// and run directory.
+// simulate runs s (shortened by specFor, with longer's timing) on the sim backend and
+// returns its summary and run directory.
 func simulate(t *testing.T, name string, settings ...string) (*spec.Spec, *analysis.Summary, string) {
 	t.Helper()
-	s := specFor(t, name, append(settings, "backend=sim")...)
+	s := specFor(t, name, append(append(slices.Clone(longer), settings...), "backend=sim")...)
 	res, err := Run(context.Background(), Options{Spec: s, Out: t.TempDir(), Progress: progress.NewPlain(io.Discard)})
 	if err != nil {
 		t.Fatal(err)
