@@ -19,9 +19,12 @@ import (
 // process, network namespace and container of one kernel reads alike.
 
 // LinkLateness is how late this process's user-space links (transport's stamped
-// streams, Proxy) delivered against the arrival their delay line scheduled: the timer's
-// wake, the goroutine's wait for a CPU, and a receiver that did not take the previous
-// message yet. A run's host sampler takes it every period (hiccup.HostSampler.Links).
+// streams, Proxy) woke to deliver against the arrival their delay line scheduled, or
+// against the end of the previous delivery when that came later: the timer's wake and
+// the goroutine's wait for a CPU, the host's, and not a receiver that had not taken the
+// previous message yet (the system's own backpressure: a server loading a snapshot
+// holds its links for seconds). A run's host sampler takes it every period
+// (hiccup.HostSampler.Links).
 var LinkLateness = new(hiccup.Lateness)
 
 // Now is the host's monotonic clock (CLOCK_MONOTONIC) in nanoseconds. Go's own

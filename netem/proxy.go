@@ -51,8 +51,8 @@ type ProxyConfig struct {
 	// forward instead (a handshake that names the sender's own address, say).
 	Rewrite func(r io.Reader) ([]byte, error)
 	Logger  *slog.Logger
-	// Lateness counts how late each chunk was written after its scheduled arrival;
-	// nil: LinkLateness.
+	// Lateness counts how late each chunk was written after its scheduled arrival
+	// (or after the previous write, when that ended later); nil: LinkLateness.
 	Lateness *hiccup.Lateness
 }
 
@@ -292,6 +292,7 @@ func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, stat *delayStat) {
 	stop := context.AfterFunc(p.ctx, w.Close)
 	defer stop()
 	failed := false
+	free := Now() // when the previous write returned, at first when delivery began
 	for c := range q {
 		if failed {
 			continue
@@ -311,11 +312,13 @@ func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, stat *delayStat) {
 		// Counted as it leaves, before the write: the peer may answer before a
 		// count after it, and a reader of Measured would miss the chunk.
 		now := Now()
-		p.cfg.Lateness.Record(time.Duration(now - c.arrive))
+		p.cfg.Lateness.Record(time.Duration(now - max(c.arrive, free)))
 		if len(c.b) <= SmallChunk {
 			stat.add(now - c.read)
 		}
-		if _, err := dst.Write(c.b); err != nil {
+		_, err := dst.Write(c.b)
+		free = Now()
+		if err != nil {
 			failed = true
 			if tc, ok := src.(*net.TCPConn); ok {
 				tc.CloseRead()

@@ -96,7 +96,8 @@ type Config struct {
 	// (or the kernel's netem) delays packets itself.
 	CloseDelay func(from int) time.Duration
 	// Lateness counts how late each stamped message was handed over after its
-	// scheduled arrival; nil: netem.LinkLateness.
+	// scheduled arrival (or after the owner took the previous one, when that was
+	// later); nil: netem.LinkLateness.
 	Lateness *hiccup.Lateness
 	// Dial defaults to a net.Dialer with a 2 s timeout.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -473,6 +474,10 @@ func (t *Transport) serve(c net.Conn) {
 	quit := make(chan struct{}) // the reader stops when this stream is done with
 	defer close(quit)
 	frames := readFrames(r, stamped, quit)
+	// free is when the owner took the previous message, at first when the stream
+	// began: frames a sender stamped before it (queued while the peer was away) are
+	// late by the reconnection, the system's, not by the host.
+	free := netem.Now()
 	for f := range frames {
 		p, err, at := f.p, f.err, f.at
 		if err != nil {
@@ -495,9 +500,9 @@ func (t *Transport) serve(c net.Conn) {
 			if err := waker.SleepUntil(at); err != nil {
 				return
 			}
-			// Late by the timer's wake, a wait for a CPU, or the owner not yet
-			// having taken the previous message.
-			t.cfg.Lateness.Record(time.Duration(netem.Now() - at))
+			// Late by the timer's wake or a wait for a CPU; the owner not yet having
+			// taken the previous message is the system's, not the host's.
+			t.cfg.Lateness.Record(time.Duration(netem.Now() - max(at, free)))
 		}
 		if t.isCut(from) {
 			t.closed(from, ch)
@@ -505,6 +510,7 @@ func (t *Transport) serve(c net.Conn) {
 		}
 		select {
 		case t.recv <- Message{From: from, Channel: ch, Payload: p, At: at}:
+			free = netem.Now()
 		case <-t.ctx.Done():
 			return
 		}

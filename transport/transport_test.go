@@ -353,9 +353,11 @@ func TestCutStopsBothDirections(t *testing.T) {
 	}
 }
 
-// A receiver that does not take its messages makes the link late: the stamped
+// A receiver that does not take its messages does not make the link late: the stamped
 // messages behind a full receive queue are handed over only once it takes them again,
-// at least that long after their scheduled arrival, and the link's Lateness says so.
+// long after their scheduled arrival, but that wait is the system's (a server busy
+// loading a snapshot), not the host's, and the link's Lateness counts from when the
+// receiver took the previous message.
 func TestLatenessOfBlockedReceiver(t *testing.T) {
 	const block = 100 * time.Millisecond
 	var late hiccup.Lateness
@@ -381,8 +383,8 @@ func TestLatenessOfBlockedReceiver(t *testing.T) {
 	for range n {
 		recv(t, ts[1])
 	}
-	if s := late.Take(); s.N != int64(n) || s.Max < block || s.P99 > s.Max {
-		t.Errorf("lateness of %d messages: p99 %v, max %v; want %d, a max of at least %v, p99 at most the max", s.N, s.P99, s.Max, n, block)
+	if s := late.Take(); s.N != int64(n) || s.Max >= block/2 || s.P99 > s.Max {
+		t.Errorf("lateness of %d messages: p99 %v, max %v; want %d, a max under %v (the block is the receiver's), p99 at most the max", s.N, s.P99, s.Max, n, block/2)
 	}
 }
 
