@@ -225,17 +225,22 @@ func linkEffects(h *HostInput, w Window, byDC map[string][]delayed, cross map[st
 		if len(ds) == 0 {
 			continue
 		}
-		var sum float64
-		for _, d := range ds {
-			sum += d.lat
-		}
-		of, k := sum/float64(len(ds)), cross[dc]
+		of, k := meanLatency(ds), cross[dc]
 		if k == 0 {
 			k = maxCrossings
 		}
 		out = append(out, HostEffect{Stat: StatMean, DC: dc, Process: LinksProcess, MS: k * *late, OfMS: of, LimitMS: MeanLimit.Of(of)})
 	}
 	return out
+}
+
+// meanLatency is the mean latency of ds, which has at least one write.
+func meanLatency(ds []delayed) float64 {
+	var sum float64
+	for _, d := range ds {
+		sum += d.lat
+	}
+	return sum / float64(len(ds))
 }
 
 // pathDelays are w's traced writes per DC (All included), each with its stalls as
@@ -350,14 +355,10 @@ func waitEffects(h *HostInput, w Window, all []delayed) []HostEffect {
 			}
 		}
 	}
-	var sum float64
-	for _, d := range all {
-		sum += d.lat
-	}
-	n := float64(len(all))
+	n, of := float64(len(all)), meanLatency(all)
 	var out []HostEffect
 	for _, p := range slices.Sorted(maps.Keys(waited)) {
-		out = append(out, HostEffect{Stat: StatMean, DC: All, Process: p, MS: ms(waited[p]) / n, OfMS: sum / n, LimitMS: MeanLimit.Of(sum / n)})
+		out = append(out, HostEffect{Stat: StatMean, DC: All, Process: p, MS: ms(waited[p]) / n, OfMS: of, LimitMS: MeanLimit.Of(of)})
 	}
 	return out
 }

@@ -403,7 +403,7 @@ func CollectWith(root string, model ModelFunc) (*File, error) {
 }
 
 // remodel puts model's means for rd in place of the summary's in m's
-// measured_minus_model metrics; a window or DC model has no mean for has none.
+// measured_minus_model metrics; a window or DC the model gives no mean for has none.
 func remodel(m map[string]float64, s *analysis.Summary, rd string, model ModelFunc) error {
 	ms, err := model(rd)
 	if err != nil || ms == nil {

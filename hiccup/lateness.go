@@ -8,10 +8,11 @@ import (
 
 // Lateness counts how late scheduled deliveries happened against their schedule (a
 // user-space link's messages against the instant its delay line gave them), for a
-// sampler that takes the period's count, p99 and maximum and starts the next period
-// afresh. Record is on a link's per-message path, so it takes no lock and allocates
-// nothing: one atomic add into a log-linear bucket (16 per power of two, so a
-// percentile is good to 1/16) and an atomic maximum that writes only when it grows.
+// sampler that takes the period's count, mean, p99 and maximum and starts the next
+// period afresh. Record is on a link's per-message path, so it takes no lock and
+// allocates nothing: two atomic adds (a log-linear bucket, 16 per power of two so a
+// percentile is good to 1/16, and the sum for the mean) and an atomic maximum that
+// writes only when it grows.
 // The zero value is ready for use; safe for concurrent use.
 type Lateness struct {
 	counts [lateBuckets]atomic.Uint64

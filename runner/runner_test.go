@@ -294,7 +294,7 @@ func TestOutdatedLeaderRecovery(t *testing.T) {
 	}{{"history", 4}, {"rotating", 1}} {
 		t.Run(c.oracle, func(t *testing.T) {
 			t.Parallel()
-			s := specFor(t, "two-dc-recovery", append(longer, "oracle="+c.oracle, "outdate=1:3s:8s", "preload-mb=20", "window-kb=256")...)
+			s := specFor(t, "two-dc-recovery", slices.Concat(longer, []string{"oracle=" + c.oracle, "outdate=1:3s:8s", "preload-mb=20", "window-kb=256"})...)
 			sum, dir := runChecked(t, s, func(sum *analysis.Summary, dir string) {
 				want := c.want
 				if c.oracle == "history" {
@@ -470,7 +470,7 @@ func TestDockerOutdatedServer(t *testing.T) {
 	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
 		t.Skip("needs root")
 	}
-	s := specFor(t, "two-dc-recovery", append(longer, "backend=docker", "oracle=history", "outdate=1:3s:8s", "preload-mb=5")...)
+	s := specFor(t, "two-dc-recovery", slices.Concat(longer, []string{"backend=docker", "oracle=history", "outdate=1:3s:8s", "preload-mb=5"})...)
 	sum, dir := runSpec(t, s)
 	if want := historyWinner(t, s, sum, 4); sum.NewLeader != want {
 		t.Fatalf("history elected p%d, want p%d", sum.NewLeader, want)

@@ -357,9 +357,11 @@ func TestCutStopsBothDirections(t *testing.T) {
 // messages behind a full receive queue are handed over only once it takes them again,
 // long after their scheduled arrival, but that wait is the system's (a server busy
 // loading a snapshot), not the host's, and the link's Lateness counts from when the
-// receiver took the previous message.
+// receiver took the previous message. Counted from the schedule, the last messages
+// would be at least block late; counted from the hand-over, only the host's delay is
+// left, far under block even on a loaded host.
 func TestLatenessOfBlockedReceiver(t *testing.T) {
-	const block = 100 * time.Millisecond
+	const block = 300 * time.Millisecond
 	var late hiccup.Lateness
 	ts := cluster(t, 2, func(c *Config) {
 		if c.ID == 1 {
@@ -383,8 +385,8 @@ func TestLatenessOfBlockedReceiver(t *testing.T) {
 	for range n {
 		recv(t, ts[1])
 	}
-	if s := late.Take(); s.N != int64(n) || s.Max >= block/2 || s.P99 > s.Max {
-		t.Errorf("lateness of %d messages: p99 %v, max %v; want %d, a max under %v (the block is the receiver's), p99 at most the max", s.N, s.P99, s.Max, n, block/2)
+	if s := late.Take(); s.N != int64(n) || s.Max >= block || s.P99 > s.Max {
+		t.Errorf("lateness of %d messages: p99 %v, max %v; want %d, a max under %v (the block is the receiver's), p99 at most the max", s.N, s.P99, s.Max, n, block)
 	}
 }
 
