@@ -20,17 +20,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
-	"github.com/vishvananda/netns"
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
@@ -57,7 +53,7 @@ func init() {
 
 // LabelRun marks everything the docker backend creates with the run's Options.Label
 // (engine.LabelServer the server id, on containers and volumes).
-const LabelRun = "polebench.run"
+const LabelRun = engine.LabelRun
 
 // readyTimeout is how long a started container may take to listen.
 const readyTimeout = 2 * time.Minute
@@ -113,7 +109,6 @@ type containers struct {
 	cli   *client.Client
 	log   *slog.Logger
 	label string
-	name  string // polebench-<label>: containers and volumes are <name>-p<ID>
 	net   *bridge.Net
 	links string
 	plan  netem.Plan
@@ -183,7 +178,7 @@ func NewWith(ctx context.Context, opts cluster.Options, dc Config) (cluster.Clus
 		return nil, fmt.Errorf("docker backend: %w", err)
 	}
 	d := &containers{cli: cli, log: log.With("backend", "docker", "run", label), label: label, plan: opts.Plan}
-	leftovers, err := objects(ctx, cli, label)
+	leftovers, err := engine.Objects(ctx, cli, label)
 	if err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("docker backend: %w", err)
@@ -234,7 +229,6 @@ func (d *containers) start(ctx context.Context, opts cluster.Options, dc Config)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d.name = "polebench-" + name(d.label)
 	var err error
 	if d.net, err = bridge.Create(d.label, nil); err != nil {
 		return err
@@ -269,8 +263,8 @@ func (d *containers) start(ctx context.Context, opts cluster.Options, dc Config)
 		s := &server{
 			Server:    cluster.Server{ID: id, DC: t.DC(id), Client: peers[id-1].ClientAddr(), Admin: peers[id-1].AdminAddr()},
 			addr:      d.addrs[id],
-			container: d.name + "-p" + strconv.Itoa(id),
-			volume:    d.name + "-p" + strconv.Itoa(id),
+			container: engine.ServerName(d.label, id),
+			volume:    engine.ServerName(d.label, id),
 		}
 		d.mu.Lock()
 		d.servers = append(d.servers, s)
@@ -318,7 +312,7 @@ func (d *containers) procsEnv(ctx context.Context, n int, res Resources) []strin
 // The config goes in with CopyToContainer rather than a bind mount: it works with a
 // remote engine too, and the container keeps it across restarts.
 func (d *containers) create(ctx context.Context, s *server, tag string, cfg replica.Config, planJSON []byte, res Resources, env []string) error {
-	labels := map[string]string{LabelRun: d.label, engine.LabelServer: strconv.Itoa(s.ID)}
+	labels := engine.Labels(d.label, s.ID)
 	if _, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{Name: s.volume, Labels: labels}); err != nil {
 		return fmt.Errorf("create volume: %w", err)
 	}
@@ -366,26 +360,17 @@ func (d *containers) run(ctx context.Context, s *server) error {
 	}
 	octx, cancel := engine.Detach(ctx)
 	defer cancel()
-	if err := d.cli.ContainerStart(octx, s.container, container.StartOptions{}); err != nil {
-		return fmt.Errorf("start %s: %w", s.container, err)
+	var plan *netem.Plan
+	if d.links == cluster.LinksKernel {
+		plan = &d.plan
 	}
-	ns, pid, err := containerNetnsPid(octx, d.cli, s.container)
+	pid, err := engine.StartOnBridge(octx, d.cli, d.net, s.ID, s.container, plan, d.addrs)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
 	s.pid = pid
 	d.mu.Unlock()
-	err = d.net.PlugForeign(s.ID, ns, s.container)
-	ns.Close() // the veth keeps nothing alive: the namespace dies with the container
-	if err != nil {
-		return err
-	}
-	if d.links == cluster.LinksKernel {
-		if err := d.applyKernel(octx, s); err != nil {
-			return err
-		}
-	}
 	if err := d.waitReady(ctx, s); err != nil {
 		return err
 	}
@@ -393,47 +378,6 @@ func (d *containers) run(ctx context.Context, s *server) error {
 	s.alive = true
 	d.mu.Unlock()
 	return nil
-}
-
-func (d *containers) applyKernel(ctx context.Context, s *server) error {
-	return applyInContainer(ctx, d.cli, s.container, s.ID, d.addrs, d.plan)
-}
-
-// applyInContainer installs server self's links of plan on eth0 of a running container,
-// from the host: the handle to its network namespace comes from its process.
-func applyInContainer(ctx context.Context, cli *client.Client, name string, self int, addrs map[int]netip.Addr, plan netem.Plan) error {
-	ns, err := containerNetns(ctx, cli, name)
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
-	if err := netem.Apply(ctx, netem.Target{NS: ns, Dev: "eth0", Self: self, Addrs: addrs}, plan); err != nil {
-		return fmt.Errorf("netem in %s: %w", name, err)
-	}
-	return nil
-}
-
-func containerNetns(ctx context.Context, cli *client.Client, name string) (netns.NsHandle, error) {
-	ns, _, err := containerNetnsPid(ctx, cli, name)
-	return ns, err
-}
-
-// containerNetnsPid is containerNetns, and the pid of the container's first process
-// on the engine's host (this one: the engine must be local).
-func containerNetnsPid(ctx context.Context, cli *client.Client, name string) (netns.NsHandle, int, error) {
-	info, err := cli.ContainerInspect(ctx, name)
-	if err != nil {
-		return 0, 0, fmt.Errorf("inspect %s: %w", name, err)
-	}
-	if info.State == nil || info.State.Pid == 0 {
-		return 0, 0, fmt.Errorf("%s is not running", name)
-	}
-	path := fmt.Sprintf("/proc/%d/ns/net", info.State.Pid)
-	ns, err := netns.GetFromPath(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("network namespace of %s (%s; the engine must be local and the harness root): %w", name, path, err)
-	}
-	return ns, info.State.Pid, nil
 }
 
 // Apply installs plan's kernel links in running containers (server id → container
@@ -464,7 +408,7 @@ func Apply(ctx context.Context, plan netem.Plan, containers map[int]string) erro
 	}
 	var errs []error
 	for id, name := range containers {
-		if err := applyInContainer(ctx, cli, name, id, addrs, plan); err != nil {
+		if err := engine.ApplyIn(ctx, cli, name, id, addrs, plan); err != nil {
 			errs = append(errs, fmt.Errorf("p%d: %w", id, err))
 		}
 	}
@@ -480,7 +424,7 @@ func Clear(ctx context.Context, containers map[int]string) error {
 	defer cli.Close()
 	var errs []error
 	for id, name := range containers {
-		ns, err := containerNetns(ctx, cli, name)
+		ns, _, err := engine.ContainerNetns(ctx, cli, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("p%d: %w", id, err))
 			continue
@@ -668,13 +612,12 @@ func (d *containers) Close(ctx context.Context) error {
 		ctx, cancel = engine.Detach(ctx)
 		defer cancel()
 	}
-	removed, err := removeRun(ctx, d.cli, d.label)
 	if d.net != nil {
 		d.net.Close()
 	}
-	gone, nerr := bridge.Down(ctx, d.label)
-	d.log.Info("cluster removed", "objects", len(removed)+len(gone))
-	return errors.Join(err, nerr, d.cli.Close())
+	removed, err := engine.Remove(ctx, d.cli, d.label)
+	d.log.Info("cluster removed", "objects", len(removed))
+	return errors.Join(err, d.cli.Close())
 }
 
 // Down removes every container, volume and network labeled polebench.run=label
@@ -687,95 +630,7 @@ func Down(ctx context.Context, label string) (removed []string, err error) {
 		return nil, err
 	}
 	defer cli.Close()
-	removed, err = removeRun(ctx, cli, label)
-	if label == "" {
-		return removed, err // bridge.Down("") would take every netns cluster too: cluster.Down does, through the netns backend
-	}
-	gone, nerr := bridge.Down(ctx, label)
-	return append(removed, gone...), errors.Join(err, nerr)
-}
-
-func runFilter(label string) filters.Args {
-	if label == "" {
-		return filters.NewArgs(filters.Arg("label", LabelRun))
-	}
-	return filters.NewArgs(filters.Arg("label", LabelRun+"="+label))
-}
-
-// objects lists what carries label (any polebench run's if label is empty):
-// containers first, then volumes, then networks, the order they can be removed in.
-func objects(ctx context.Context, cli *client.Client, label string) ([]engine.Object, error) {
-	f := runFilter(label)
-	var out []engine.Object
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	for _, c := range cs {
-		name := c.ID[:12]
-		if len(c.Names) > 0 {
-			name = strings.TrimPrefix(c.Names[0], "/")
-		}
-		out = append(out, engine.Object{Kind: "container", Name: name, ID: c.ID})
-	}
-	vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("list volumes: %w", err)
-	}
-	for _, v := range vs.Volumes {
-		out = append(out, engine.Object{Kind: "volume", Name: v.Name, ID: v.Name})
-	}
-	ns, err := cli.NetworkList(ctx, network.ListOptions{Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("list networks: %w", err)
-	}
-	for _, n := range ns {
-		out = append(out, engine.Object{Kind: "network", Name: n.Name, ID: n.ID})
-	}
-	return out, nil
-}
-
-// removeRun removes every object of the run, going on past errors, and checks that
-// nothing is left.
-func removeRun(ctx context.Context, cli *client.Client, label string) ([]string, error) {
-	objs, err := objects(ctx, cli, label)
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	var errs []error
-	for _, o := range objs {
-		var err error
-		switch o.Kind {
-		case "container":
-			err = cli.ContainerRemove(ctx, o.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		case "volume":
-			err = cli.VolumeRemove(ctx, o.ID, false) // force would hide "in use"
-		case "network":
-			err = cli.NetworkRemove(ctx, o.ID)
-		}
-		if err != nil && !client.IsErrNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove %v: %w", o, err))
-			continue
-		}
-		removed = append(removed, o.String())
-	}
-	if left, err := objects(ctx, cli, label); err != nil {
-		errs = append(errs, err)
-	} else if len(left) > 0 {
-		errs = append(errs, fmt.Errorf("still there after removal: %v", left))
-	}
-	return removed, errors.Join(errs...)
-}
-
-// name maps a label onto the characters Docker allows in names.
-func name(label string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
-			return r
-		}
-		return '_'
-	}, label)
+	return engine.Remove(ctx, cli, label)
 }
 
 // tarFiles packs files (name → content) into a tar for CopyToContainer.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/go-zookeeper/zk"
 	"github.com/vishvananda/netns"
@@ -25,6 +26,7 @@ import (
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/cluster/internal/bridge"
 	"github.com/polebench/polebench/cluster/internal/clustertest"
+	"github.com/polebench/polebench/cluster/internal/engine"
 	"github.com/polebench/polebench/netem"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
@@ -43,18 +45,6 @@ func TestHostAddr(t *testing.T) {
 	} {
 		if got := hostAddr(netip.MustParsePrefix(c.prefix), c.n); got.String() != c.want {
 			t.Errorf("hostAddr(%s, %d) = %v, want %s", c.prefix, c.n, got, c.want)
-		}
-	}
-}
-
-func TestName(t *testing.T) {
-	for in, want := range map[string]string{
-		"two-dc_rep1.x":        "two-dc_rep1.x",
-		"two-dc/2024 10:00:00": "two-dc_2024_10_00_00",
-		"Ωmega":                "_mega",
-	} {
-		if got := name(in); got != want {
-			t.Errorf("name(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -102,7 +92,7 @@ func testImage(t *testing.T, cli *client.Client) string {
 // namespace and its host veth, as Down names what it removes.
 func leftovers(t *testing.T, cli *client.Client, label string) []string {
 	t.Helper()
-	objs, err := objects(t.Context(), cli, label)
+	objs, err := engine.Objects(t.Context(), cli, label)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +186,7 @@ func TestDockerCluster(t *testing.T) {
 		t.Fatalf("p1 reads %q, want v2", got)
 	}
 
-	p2 := "polebench-" + name(label) + "-p2"
+	p2 := engine.ServerName(label, 2)
 	if err := c.Kill(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +252,7 @@ func TestDockerCluster(t *testing.T) {
 func checkLinks(t *testing.T, cli *client.Client, c cluster.Cluster, label string) {
 	t.Helper()
 	d := c.(*containers)
-	p1 := "polebench-" + name(label) + "-p1"
+	p1 := engine.ServerName(label, 1)
 	switch c.Links() {
 	case cluster.LinksKernel:
 		info, err := cli.ContainerInspect(t.Context(), p1)
@@ -283,7 +273,7 @@ func checkLinks(t *testing.T, cli *client.Client, c cluster.Cluster, label strin
 		}
 	case cluster.LinksUserSpace:
 		// What the kernel path needs besides netem: the container's namespace from the host.
-		if ns, err := containerNetns(t.Context(), cli, p1); err != nil {
+		if ns, _, err := engine.ContainerNetns(t.Context(), cli, p1); err != nil {
 			t.Errorf("p1's network namespace: %v", err)
 		} else {
 			host, _ := netns.Get()
@@ -387,7 +377,7 @@ func TestDockerCancelledStart(t *testing.T) {
 	defer cancel()
 	go func() {
 		for ctx.Err() == nil {
-			if cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: runFilter(label)}); err == nil && len(cs) > 0 {
+			if cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelRun+"="+label))}); err == nil && len(cs) > 0 {
 				cancel()
 				return
 			}

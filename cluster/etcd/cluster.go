@@ -70,10 +70,16 @@ type Cluster struct {
 	links    *links // nil without a plan
 	mode     string
 	watch    *watcher
-	// startIn starts a member's process (on loopback, or in its namespace);
-	// teardown removes what the backend made around them (the network).
+	// startIn starts a member's process (on loopback, in its namespace, or as its
+	// container); teardown removes what the backend made around them (the network,
+	// the containers).
 	startIn  func(id int, cmd *exec.Cmd) (*procs.Proc, error)
 	teardown func() error
+	// inContainer: the members run in containers, whose eth0 arrives after etcd
+	// starts (so they listen on every address) and whose output is not the harness's
+	// to redirect (so etcd appends its log to its file itself, the cluster's root
+	// being mounted at its own path).
+	inContainer bool
 
 	removeRoot bool
 	closeOnce  sync.Once
@@ -196,19 +202,34 @@ func (c *Cluster) command(m *member) *exec.Cmd {
 	for _, id := range c.ids() {
 		initial = append(initial, name(id)+"=http://"+c.members[id].adv)
 	}
+	listenClient, listenPeer, logOut := m.client, m.peer, "stderr"
+	if c.inContainer {
+		listenClient, listenPeer, logOut = anyAddr(m.client), anyAddr(m.peer), m.logFile
+	}
 	cmd := exec.Command(Binary,
 		"--name", name(m.id), "--data-dir", m.dataDir,
-		"--listen-client-urls", "http://"+m.client, "--advertise-client-urls", "http://"+m.client,
-		"--listen-peer-urls", "http://"+m.peer, "--initial-advertise-peer-urls", "http://"+m.adv,
+		"--listen-client-urls", "http://"+listenClient, "--advertise-client-urls", "http://"+m.client,
+		"--listen-peer-urls", "http://"+listenPeer, "--initial-advertise-peer-urls", "http://"+m.adv,
 		"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 		"--initial-cluster-token", tokenPrefix+c.label,
 		"--heartbeat-interval", strconv.FormatInt(c.settings.Heartbeat.Milliseconds(), 10),
 		"--election-timeout", strconv.FormatInt(c.settings.ElectionTimeout.Milliseconds(), 10),
 		"--pre-vote="+strconv.FormatBool(c.settings.PreVote),
-		"--logger", "zap", "--log-outputs", "stderr")
-	// Each member gets its share of the host's cores, as ZooKeeper's JVMs do.
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(max(1, runtime.NumCPU()/len(c.ids()))))
+		"--logger", "zap", "--log-outputs", logOut)
+	cmd.Env = append(os.Environ(), c.env()...)
 	return cmd
+}
+
+// env is what a member's environment adds to its start's: each member gets its share
+// of the host's cores, as ZooKeeper's JVMs do.
+func (c *Cluster) env() []string {
+	return []string{"GOMAXPROCS=" + strconv.Itoa(max(1, runtime.NumCPU()/len(c.ids())))}
+}
+
+// anyAddr is host:port's port on every address.
+func anyAddr(hostport string) string {
+	_, port, _ := net.SplitHostPort(hostport)
+	return net.JoinHostPort("0.0.0.0", port)
 }
 
 // spawn starts the n-th start of server id, its output appended to its log after a

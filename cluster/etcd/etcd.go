@@ -1,10 +1,12 @@
 // Package etcd is the etcd flavor: an unmodified etcd cluster (Debian's etcd-server,
 // 3.4), one process per server, configured on its command line by the harness. It
 // runs on the local backend (processes on loopback, each peer connection through the
-// plan's user-space link for its ordered pair: links.go) and on the netns backend (a
-// process per namespace, kernel netem or the same user-space links: netns.go), with the members' timelines
-// read off their logs (events.go), their modes asked through etcd's Status API, and a
-// crashed harness's processes and data removed by Down (down.go). Its client, the
+// plan's user-space link for its ordered pair: links.go), on the netns backend (a
+// process per namespace, kernel netem or the same user-space links: netns.go) and on
+// the docker backend (a container per member of an image of this host's etcd, on the
+// same bridge: docker.go), with the members' timelines read off their logs
+// (events.go), their modes asked through etcd's Status API, and a crashed harness's
+// processes and data removed by Down (down.go; its containers by the docker backend's). Its client, the
 // workload's driver for etcd's protocol, is package etcdclient; init registers both.
 package etcd
 
@@ -34,7 +36,7 @@ const Binary = "etcd"
 func init() {
 	cluster.RegisterFlavor(cluster.Flavor{
 		Name: Flavor,
-		On:   map[string]cluster.Constructor{backend.Local: as(NewLocal), backend.Netns: as(NewNetns)},
+		On:   map[string]cluster.Constructor{backend.Local: as(NewLocal), backend.Netns: as(NewNetns), backend.Docker: as(NewDocker)},
 		// A member is a process the harness kills, restarts, stops and continues; its
 		// peer connections go through the links the plan sets when it starts.
 		Carries: backend.Carries{

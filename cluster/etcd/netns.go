@@ -65,12 +65,7 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 	}
 	switch c.mode {
 	case cluster.LinksUserSpace:
-		for _, l := range opts.Plan.Links {
-			if l.LossPct > 0 || l.LossGE != (netem.GEModel{}) {
-				return nil, fmt.Errorf("netns: the kernel lacks sch_netem, and the user-space fallback carries TCP streams, which lose nothing: the plan's loss p%d->p%d cannot be applied", l.From, l.To)
-			}
-		}
-		if c.links, err = newLinks(c, opts.Plan, n.HostAddr().String(), senderByAddr(n.Addrs)); err != nil {
+		if err := c.userSpaceOnBridge("netns", opts.Plan, n.HostAddr(), n.Addrs); err != nil {
 			return nil, err
 		}
 	case cluster.LinksKernel:
@@ -79,6 +74,20 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 		}
 	}
 	return c, c.start(ctx, opts.InitialLeader)
+}
+
+// userSpaceOnBridge carries plan by the user-space links on a bridge (package bridge)
+// where the host is at host and each member at its address in addrs: the fronts
+// listen on the host's address and tell the sender by its source address. They carry
+// TCP streams, which lose nothing, so a plan with loss is an error (backend says whose).
+func (c *Cluster) userSpaceOnBridge(backend string, plan netem.Plan, host netip.Addr, addrs map[int]netip.Addr) (err error) {
+	for _, l := range plan.Links {
+		if l.LossPct > 0 || l.LossGE != (netem.GEModel{}) {
+			return fmt.Errorf("%s: the kernel lacks sch_netem, and the user-space fallback carries TCP streams, which lose nothing: the plan's loss p%d->p%d cannot be applied", backend, l.From, l.To)
+		}
+	}
+	c.links, err = newLinks(c, plan, host.String(), senderByAddr(addrs))
+	return err
 }
 
 // senderByAddr tells the sender of a connection by its source address: each member

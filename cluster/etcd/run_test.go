@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polebench/polebench/cluster"
+	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/etcd"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/runner"
@@ -71,6 +72,28 @@ func TestEtcdRun(t *testing.T) {
 			runTwoDC(t, specFor(t, "two-dc", "rate=100", "backend="+b))
 		})
 	}
+}
+
+// TestEtcdDockerRun is TestEtcdRun on the docker backend (a container per member, of
+// the image of this host's etcd), shorter: 16 s, the crash at 8 s, the after window
+// 4 s past the election. Correctness only, as there.
+func TestEtcdDockerRun(t *testing.T) {
+	if err := etcd.Available(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("real etcd needed under CI: %v", err)
+		}
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("a 16 s experiment; -short skips it")
+	}
+	if err := cluster.Check(t.Context(), backend.Docker, etcd.Flavor); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the docker backend needs root and a Docker engine, which CI has: %v", err)
+		}
+		t.Skip(err)
+	}
+	runTwoDC(t, specFor(t, "two-dc", "rate=100", "backend="+backend.Docker, "duration=16s", "crash-at=8s", "warmup=2s", "settle=4s"))
 }
 
 func runTwoDC(t *testing.T, s *spec.Spec) {

@@ -1,7 +1,8 @@
-// Package image builds the poled container image locally: a static binary in an image
-// FROM scratch, built through the Docker Engine API from a tar context made here. No
-// registry and no base image is needed. The tag is the binary's content hash, so an
-// unchanged binary is never rebuilt.
+// Package image builds container images locally, FROM scratch, through the Docker
+// Engine API from a tar context made here: poled's (a static binary) and a program of
+// this host with the shared objects it loads (Program: the etcd flavor's). No registry
+// and no base image is needed. The tag is the content's hash, so unchanged contents
+// are never rebuilt.
 package image
 
 import (
@@ -9,9 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"debug/elf"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,8 +31,8 @@ const Repo = "polebench/poled"
 // Latest is the tag docker-compose.yml runs.
 const Latest = Repo + ":latest"
 
-// HashLabel holds the full sha256 of the binary inside an image.
-const HashLabel = "polebench.poled.sha256"
+// HashLabel holds the full sha256 of an image's contents (Root.Hash).
+const HashLabel = "polebench.image.sha256"
 
 // Paths inside the image.
 const (
@@ -58,22 +57,9 @@ func Connect(ctx context.Context) (*client.Client, error) {
 	return cli, nil
 }
 
-// Tag is the image tag of a binary whose sha256 is sum (hex): Repo:<first 12 digits>.
-func Tag(sum string) string { return Repo + ":" + sum[:12] }
-
-// HashFile returns the hex sha256 of a file.
-func HashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+// Tag is the image tag of contents whose sha256 is sum (hex), in repository repo:
+// repo:<first 12 digits>.
+func Tag(repo, sum string) string { return repo + ":" + sum[:12] }
 
 // ModuleRoot finds the polebench source tree: dir or the nearest parent holding its go.mod.
 func ModuleRoot(dir string) (string, error) {
@@ -107,13 +93,10 @@ func BuildBinary(ctx context.Context, dir, pkg, goarch, out string) error {
 	return nil
 }
 
-// Ensure makes sure the image of binary exists and returns its tag; built says whether
-// it had to be built (false: an image with the same content hash was already there).
-// The image is also tagged with each of extraTags (such as Latest).
+// Ensure makes sure the poled image of binary exists and returns its tag; built says
+// whether it had to be built (false: an image with the same content hash was already
+// there). The image is also tagged with each of extraTags (such as Latest).
 func Ensure(ctx context.Context, cli *client.Client, binary string, log *slog.Logger, extraTags ...string) (tag string, built bool, err error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	if fi, err := os.Stat(binary); err != nil {
 		return "", false, fmt.Errorf("poled binary: %w", err)
 	} else if !fi.Mode().IsRegular() || fi.Size() == 0 {
@@ -122,15 +105,39 @@ func Ensure(ctx context.Context, cli *client.Client, binary string, log *slog.Lo
 	if err := checkStatic(binary); err != nil {
 		return "", false, err
 	}
-	sum, err := HashFile(binary)
+	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return "", false, err
 	}
-	tag = Tag(sum)
+	return EnsureRoot(ctx, cli, poledRoot(bin), log, extraTags...)
+}
+
+// poledRoot is poled's image: the binary and the directories a scratch image lacks.
+func poledRoot(bin []byte) Root {
+	return Root{Repo: Repo, Entrypoint: []string{BinaryPath}, Files: []File{
+		{Path: BinaryPath, Mode: 0o755, Data: bin},
+		{Path: ConfigDir + "/", Mode: 0o755},
+		{Path: DataDir + "/", Mode: 0o755},
+		{Path: "/tmp/", Mode: 0o1777},
+	}}
+}
+
+// EnsureRoot makes sure the image of r exists and returns its tag, Tag(r.Repo,
+// r.Hash()); built says whether it had to be built. The image is also tagged with each
+// of extraTags.
+func EnsureRoot(ctx context.Context, cli *client.Client, r Root, log *slog.Logger, extraTags ...string) (tag string, built bool, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sum, err := r.Hash()
+	if err != nil {
+		return "", false, err
+	}
+	tag = Tag(r.Repo, sum)
 	info, err := cli.ImageInspect(ctx, tag)
 	switch {
 	case err == nil && info.Config != nil && info.Config.Labels[HashLabel] == sum:
-		log.Debug("poled image up to date", "tag", tag)
+		log.Debug("image up to date", "tag", tag)
 		for _, t := range extraTags {
 			if err := cli.ImageTag(ctx, tag, t); err != nil {
 				return "", false, fmt.Errorf("tag %s as %s: %w", tag, t, err)
@@ -141,10 +148,10 @@ func Ensure(ctx context.Context, cli *client.Client, binary string, log *slog.Lo
 		return "", false, fmt.Errorf("inspect image %s: %w", tag, err)
 	}
 	start := time.Now()
-	if err := Build(ctx, cli, binary, sum, append([]string{tag}, extraTags...)); err != nil {
+	if err := Build(ctx, cli, r, sum, append([]string{tag}, extraTags...)); err != nil {
 		return "", false, err
 	}
-	log.Info("built poled image", "tag", tag, "took", time.Since(start).Round(time.Millisecond))
+	log.Info("built image", "tag", tag, "took", time.Since(start).Round(time.Millisecond))
 	return tag, true, nil
 }
 
@@ -164,9 +171,9 @@ func checkStatic(binary string) error {
 	return nil
 }
 
-// Build builds the image FROM scratch holding binary (whose sha256 is sum) and tags it.
-func Build(ctx context.Context, cli *client.Client, binary, sum string, tags []string) error {
-	buildCtx, err := buildContext(binary, sum)
+// Build builds the image FROM scratch of r (whose Hash is sum) and tags it.
+func Build(ctx context.Context, cli *client.Client, r Root, sum string, tags []string) error {
+	buildCtx, err := buildContext(r, sum)
 	if err != nil {
 		return err
 	}
@@ -187,42 +194,27 @@ func Build(ctx context.Context, cli *client.Client, binary, sum string, tags []s
 	return nil
 }
 
-// buildContext is the tar the engine builds from: a Dockerfile and a root file system
-// with the binary and the directories a scratch image lacks.
-func buildContext(binary, sum string) ([]byte, error) {
-	bin, err := os.ReadFile(binary)
+// buildContext is the tar the engine builds from: a Dockerfile and r's root file
+// system under rootfs/.
+func buildContext(r Root, sum string) ([]byte, error) {
+	var df strings.Builder
+	df.WriteString("FROM scratch\nCOPY rootfs/ /\n")
+	for _, e := range r.Env {
+		k, v, _ := strings.Cut(e, "=")
+		fmt.Fprintf(&df, "ENV %s=%q\n", k, v)
+	}
+	entry, err := json.Marshal(r.Entrypoint)
 	if err != nil {
 		return nil, err
 	}
-	dockerfile := fmt.Sprintf("FROM scratch\nCOPY rootfs/ /\nLABEL %s=%s\nENTRYPOINT [%q]\n", HashLabel, sum, BinaryPath)
+	fmt.Fprintf(&df, "LABEL %s=%s\nENTRYPOINT %s\n", HashLabel, sum, entry)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0) // fixed times: the context depends on the binary only
-	entries := []struct {
-		name string
-		mode int64
-		data []byte
-		dir  bool
-	}{
-		{name: "Dockerfile", mode: 0o644, data: []byte(dockerfile)},
-		{name: "rootfs/", mode: 0o755, dir: true},
-		{name: "rootfs" + BinaryPath, mode: 0o755, data: bin},
-		{name: "rootfs/etc/", mode: 0o755, dir: true},
-		{name: "rootfs" + ConfigDir + "/", mode: 0o755, dir: true},
-		{name: "rootfs" + DataDir + "/", mode: 0o755, dir: true},
-		{name: "rootfs/tmp/", mode: 0o1777, dir: true},
+	if err := writeEntry(tw, File{Path: "Dockerfile", Mode: 0o644, Data: []byte(df.String())}); err != nil {
+		return nil, err
 	}
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: epoch, Typeflag: tar.TypeReg, Size: int64(len(e.data))}
-		if e.dir {
-			h.Typeflag = tar.TypeDir
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(e.data); err != nil {
-			return nil, err
-		}
+	if err := r.writeRootfs(tw); err != nil {
+		return nil, err
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

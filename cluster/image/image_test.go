@@ -37,15 +37,12 @@ func TestEnsureRejectsUnrunnable(t *testing.T) {
 }
 
 func TestBuildContext(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "poled")
-	if err := os.WriteFile(bin, []byte("\x7fELF fake"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := HashFile(bin)
+	r := poledRoot([]byte("\x7fELF fake"))
+	sum, err := r.Hash()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := buildContext(bin, sum)
+	b, err := buildContext(r, sum)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +66,7 @@ func TestBuildContext(t *testing.T) {
 			poled = data
 		}
 	}
-	for name, mode := range map[string]int64{"rootfs/poled": 0o755, "rootfs/tmp/": 0o1777, "rootfs/etc/poled/": 0o755, "rootfs/data/": 0o755} {
+	for name, mode := range map[string]int64{"rootfs/": 0o755, "rootfs/poled": 0o755, "rootfs/tmp/": 0o1777, "rootfs/etc/": 0o755, "rootfs/etc/poled/": 0o755, "rootfs/data/": 0o755} {
 		if h := got[name]; h == nil || h.Mode != mode {
 			t.Errorf("%s: %+v, want mode %o", name, h, mode)
 		}
@@ -82,9 +79,12 @@ func TestBuildContext(t *testing.T) {
 			t.Errorf("Dockerfile lacks %q:\n%s", want, dockerfile)
 		}
 	}
-	again, _ := buildContext(bin, sum)
+	again, _ := buildContext(r, sum)
 	if !bytes.Equal(b, again) {
 		t.Error("the build context of one binary differs between calls")
+	}
+	if other, _ := poledRoot([]byte("\x7fELF other")).Hash(); other == sum {
+		t.Error("two binaries' images hash alike")
 	}
 }
 
@@ -143,7 +143,11 @@ func TestEnsure(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build fakepoled: %v\n%s", err, out)
 	}
-	sum, err := HashFile(bin)
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := poledRoot(data).Hash()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +161,8 @@ func TestEnsure(t *testing.T) {
 			cli.ImageRemove(context.Background(), ref, image.RemoveOptions{Force: true, PruneChildren: true})
 		}
 	})
-	if !built || tag != Tag(sum) {
-		t.Fatalf("Ensure = %s, built %v; want %s built", tag, built, Tag(sum))
+	if !built || tag != Tag(Repo, sum) {
+		t.Fatalf("Ensure = %s, built %v; want %s built", tag, built, Tag(Repo, sum))
 	}
 	info, err := cli.ImageInspect(ctx, tag)
 	if err != nil {

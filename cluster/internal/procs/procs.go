@@ -34,19 +34,25 @@ const (
 	StartTimeout = 30 * time.Second
 )
 
-// Proc is a child process, reaped by its own goroutine so that a killed child never
-// stays a zombie.
+// Proc is a server's process: a child, reaped by its own goroutine so that a killed
+// child never stays a zombie, or one the harness did not fork (a container's, Attach).
 type Proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // the exit status; read only after done is closed
+	pid    int
+	signal func(os.Signal) error
+	done   chan struct{}
+	err    error // the exit status; read only after done is closed
 }
 
 // Watch reaps cmd, started already, from now on.
-func Watch(cmd *exec.Cmd) *Proc {
-	p := &Proc{cmd: cmd, done: make(chan struct{})}
+func Watch(cmd *exec.Cmd) *Proc { return Attach(cmd.Process.Pid, cmd.Process.Signal, cmd.Wait) }
+
+// Attach is the process pid of this host that signal reaches and wait waits for (it
+// returns how the process ended): a container's first process, which its engine
+// starts, signals and reaps.
+func Attach(pid int, signal func(os.Signal) error, wait func() error) *Proc {
+	p := &Proc{pid: pid, signal: signal, done: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		p.err = wait()
 		close(p.done)
 	}()
 	return p
@@ -68,7 +74,7 @@ func Start(cmd *exec.Cmd) (*Proc, error) {
 }
 
 // Pid is the process's id.
-func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+func (p *Proc) Pid() int { return p.pid }
 
 // Done is closed once the process has exited and been reaped.
 func (p *Proc) Done() <-chan struct{} { return p.done }
@@ -84,7 +90,7 @@ func (p *Proc) Alive() bool {
 }
 
 // Kill sends SIGKILL.
-func (p *Proc) Kill() { _ = p.cmd.Process.Signal(unix.SIGKILL) }
+func (p *Proc) Kill() { _ = p.signal(unix.SIGKILL) }
 
 // Wait waits for the process to exit.
 func (p *Proc) Wait(ctx context.Context) error {
@@ -101,7 +107,7 @@ func (p *Proc) Stop(grace time.Duration) (killed bool) {
 	if !p.Alive() {
 		return false
 	}
-	_ = p.cmd.Process.Signal(unix.SIGTERM)
+	_ = p.signal(unix.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
