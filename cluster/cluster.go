@@ -7,7 +7,8 @@
 // register themselves from their init (Register, RegisterFlavor): cluster/local (nodes
 // in this process on loopback), cluster/netns (processes in network namespaces),
 // cluster/docker (containers), cluster/swarm (Docker Swarm services, across machines),
-// and cluster/zookeeper (the ZooKeeper flavor, on the local and netns backends). A
+// cluster/zookeeper (the ZooKeeper flavor, on the local and netns backends) and
+// cluster/etcd (the etcd flavor, on the local, netns and docker backends). A
 // program that starts clusters by name imports cluster/all, which links every one.
 package cluster
 

@@ -141,7 +141,7 @@ func NewDocker(ctx context.Context, opts cluster.Options) (_ *Cluster, err error
 // mounted at their own paths. A request is not abandoned half done (engine.Detach).
 func (c *Cluster) create(ctx context.Context, cli *client.Client, id int, tag string) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("docker backend: p%d: %w", id, err)
 	}
 	mounts := []mount.Mount{{Type: mount.TypeBind, Source: c.root, Target: c.root}}
 	if c.shm != "" {

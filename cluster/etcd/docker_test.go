@@ -3,6 +3,7 @@ package etcd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/docker/docker/client"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
@@ -114,6 +116,24 @@ func TestEtcdDocker(t *testing.T) {
 	if mode, err := e.Mode(ctx, 5); err != nil || mode != "follower" {
 		t.Errorf("restarted p5: mode %q, %v", mode, err)
 	}
+	// A pause is SIGSTOP to Pid (the flavor is no cluster.Pauser): the container's etcd
+	// stops, from this host's pid namespace too, and runs again on SIGCONT.
+	pid := e.Pid(1)
+	for _, step := range []struct {
+		sig     unix.Signal
+		stopped bool
+	}{{unix.SIGSTOP, true}, {unix.SIGCONT, false}} {
+		if err := unix.Kill(pid, step.sig); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for procStopped(t, pid) != step.stopped && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := procStopped(t, pid); got != step.stopped {
+			t.Errorf("p1 (pid %d) after %v: stopped %v", pid, step.sig, got)
+		}
+	}
 
 	removed, err := cluster.Down(ctx, label)
 	if err != nil {
@@ -133,4 +153,54 @@ func TestEtcdDocker(t *testing.T) {
 	if _, err := os.Stat(e.shm); !os.IsNotExist(err) {
 		t.Errorf("data on tmpfs %s left behind: %v", e.shm, err)
 	}
+}
+
+// TestEtcdDockerCancelledStart cancels the start as Ctrl-C would, once the first
+// container exists, and checks the start fails saying so and leaves nothing: no
+// container, network or bridge, no data on tmpfs, no etcd process.
+func TestEtcdDockerCancelledStart(t *testing.T) {
+	cli := requireDocker(t)
+	topo := clustertest.TwoDC(t)
+	label := clustertest.Label(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if objs, err := engine.Objects(ctx, cli, label); err == nil && len(objs) > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	c, err := cluster.New(ctx, backend.Docker, cluster.Options{Topology: topo, Flavor: Flavor, Label: label,
+		Plan: netem.NewPlan(topo, netem.DefaultOptions(0)), Logger: clustertest.Logger(t)})
+	if err == nil {
+		c.Close(t.Context())
+		t.Fatal("the start succeeded although its context was cancelled while it created containers")
+	}
+	t.Log(err)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not say the start was cancelled", err)
+	}
+	if objs, err := engine.Objects(t.Context(), cli, label); err != nil || len(objs) > 0 {
+		t.Errorf("cancelled start left %v (%v)", objs, err)
+	}
+	if left, err := bridge.Leftovers(label, netns.None(), nil); err != nil || len(left) > 0 {
+		t.Errorf("cancelled start left %v (%v)", left, err)
+	}
+	if left, err := Down(label); err != nil || len(left) > 0 {
+		t.Errorf("cancelled start left %v (%v)", left, err)
+	}
+}
+
+// procStopped says whether process pid is stopped (state T in /proc/PID/stat).
+func procStopped(t *testing.T, pid int) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.LastIndexByte(b, ')') // after the command name, which may hold spaces
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
 }

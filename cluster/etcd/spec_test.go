@@ -48,8 +48,8 @@ func TestSpecErrors(t *testing.T) {
 			`x.yaml:12: links.default.schedule: flavor etcd does not change links during a run: its links are set once, when its servers start`},
 		{"flavor: etcd\nlinks:\n  default: {loss: 1}\n",
 			`x.yaml:11: links.default.loss: flavor etcd's links on the local backend are user space, carrying TCP streams, which lose nothing (use netns or docker for kernel netem)`},
-		{"flavor: etcd\nbackend: docker\n",
-			`x.yaml:10: backend: flavor etcd runs on the local and netns backends, not "docker"`},
+		{"flavor: etcd\nbackend: swarm\n",
+			`x.yaml:10: backend: flavor etcd runs on the local, netns and docker backends, not "swarm"`},
 		{"flavor: etcd\noracle: latency\n",
 			`x.yaml:10: oracle: flavor etcd: only the history oracle exists (Raft's vote rule is the history oracle's (the most up-to-date log wins), its ties broken by whose timeout fires first), not "latency"`},
 	} {

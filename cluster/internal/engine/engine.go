@@ -1,7 +1,8 @@
 // Package engine holds what the backends that drive Docker engines (docker, swarm)
 // share: the label on a server's objects, the objects a run made, killing a container
 // and reading its log, bounded contexts for steps that must not be abandoned half done,
-// and a run's servers by id.
+// and a run's servers by id; and what the docker backend's runs share whichever
+// replica their containers run (poled, the etcd flavor's members: containers.go).
 package engine
 
 import (
