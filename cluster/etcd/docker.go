@@ -90,9 +90,18 @@ func NewDocker(ctx context.Context, opts cluster.Options) (_ *Cluster, err error
 	if c.mode, err = bridge.LinkMode(ctx, opts.Plan, c.log, c.label, "a delaying proxy per ordered pair of members"); err != nil {
 		return nil, err
 	}
+	if err := c.containers(ctx, cli, opts.Plan, ids, tag); err != nil {
+		return nil, err
+	}
+	return c, c.start(ctx, opts.InitialLeader)
+}
+
+// containers makes the run's bridge, the members' addresses on it and their links,
+// and a container per member, which startIn starts.
+func (c *Cluster) containers(ctx context.Context, cli *client.Client, p netem.Plan, ids []int, tag string) error {
 	n, err := bridge.Create(c.label, nil)
 	if err != nil {
-		return nil, fmt.Errorf("docker backend: %w", err)
+		return fmt.Errorf("docker backend: %w", err)
 	}
 	c.teardown = func() error {
 		n.Close()
@@ -112,15 +121,15 @@ func NewDocker(ctx context.Context, opts cluster.Options) (_ *Cluster, err error
 	var plan *netem.Plan // kernel links, installed at each start
 	switch c.mode {
 	case cluster.LinksUserSpace:
-		if err := c.userSpaceOnBridge("docker backend", opts.Plan, n.HostAddr(), addrs); err != nil {
-			return nil, err
+		if err := c.userSpaceOnBridge("docker backend", p, n.HostAddr(), addrs); err != nil {
+			return err
 		}
 	case cluster.LinksKernel:
-		plan = &opts.Plan
+		plan = &p
 	}
 	for _, id := range ids {
 		if err := c.create(ctx, cli, id, tag); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	c.startIn = func(id int, _ *exec.Cmd) (*procs.Proc, error) {
@@ -133,7 +142,7 @@ func NewDocker(ctx context.Context, opts cluster.Options) (_ *Cluster, err error
 		}
 		return procs.Attach(pid, signaller(cli, name), waiter(cli, name)), nil
 	}
-	return c, c.start(ctx, opts.InitialLeader)
+	return nil
 }
 
 // create makes member id's container: etcd's command line as on the other backends

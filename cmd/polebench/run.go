@@ -113,10 +113,14 @@ func runCluster(args []string, stdout, stderr io.Writer) error {
 		if s.Node != "" {
 			node = "  on " + s.Node
 		}
-		fmt.Fprintf(stdout, "  p%d  %-6s client %s  admin http://%s/status%s\n", s.ID, s.DC, s.Client, s.Admin, node)
+		admin := "" // etcd has no admin endpoint
+		if s.Admin != "" {
+			admin = "  admin http://" + s.Admin + "/status"
+		}
+		fmt.Fprintf(stdout, "  p%d  %-6s client %s%s%s\n", s.ID, s.DC, s.Client, admin, node)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	leader, err := cluster.WaitLeader(wctx, servers, cl.Alive)
+	leader, err := cluster.WaitLeaderOf(wctx, cl) // the cluster's own probe where it has one (etcd's Status)
 	cancel()
 	if err != nil {
 		return err
