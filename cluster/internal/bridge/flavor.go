@@ -48,7 +48,7 @@ func LinkMode(ctx context.Context, plan netem.Plan, log *slog.Logger, label, fal
 		return "", err
 	}
 	if log != nil {
-		log.Warn("netns: kernel netem unavailable, using the user-space fallback: "+fallback, "label", label, "reason", err.Error())
+		log.Warn("kernel netem unavailable, using the user-space fallback: "+fallback, "label", label, "reason", err.Error())
 	}
 	return cluster.LinksUserSpace, nil
 }
