@@ -28,38 +28,34 @@ func OpenLayouts(path string, layouts ...[]string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewReader(path, f, layouts...)
-	if err != nil {
+	r := &Reader{name: path, cr: csv.NewReader(f), close: f.Close, header: layouts[0]}
+	r.cr.ReuseRecord = true
+	if err := r.readHeader(layouts); err != nil {
 		f.Close()
 		return nil, err
 	}
-	r.close = f.Close
 	return r, nil
 }
 
-// NewReader reads the header of in, a file name names in errors, as OpenLayouts does.
-func NewReader(name string, in io.Reader, layouts ...[]string) (*Reader, error) {
-	cr := csv.NewReader(in)
-	cr.ReuseRecord = true
-	head, err := cr.Read()
+func (r *Reader) readHeader(layouts [][]string) error {
+	head, err := r.cr.Read()
 	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", name, err)
+		return fmt.Errorf("%s: header: %w", r.name, err)
 	}
-	r := &Reader{name: name, cr: cr, header: layouts[0]}
 	for i, l := range layouts {
 		if head[0] == l[0] {
 			r.Layout, r.header = i, l
 		}
 	}
 	if len(head) != len(r.header) {
-		return nil, fmt.Errorf("%s:1: %d columns, want %d", name, len(head), len(r.header))
+		return fmt.Errorf("%s:1: %d columns, want %d", r.name, len(head), len(r.header))
 	}
 	for i, h := range r.header {
 		if head[i] != h {
-			return nil, fmt.Errorf("%s:1: column %d is %q, want %q", name, i+1, head[i], h)
+			return fmt.Errorf("%s:1: column %d is %q, want %q", r.name, i+1, head[i], h)
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // Next reads the next row; false at the end, after an error reading it, or after a
@@ -85,8 +81,8 @@ func (r *Reader) Err() error { return r.err }
 // Field is the row's field col.
 func (r *Reader) Field(col int) string { return r.row[col] }
 
-// Int is the row's field col as an integer of bits bits; on a bad field it is 0 and
-// Err names the file, line and field.
+// Int is the row's field col as an integer of bits bits; a bad one stops the reading,
+// Err naming the file, line and field.
 func (r *Reader) Int(col, bits int) int64 {
 	v, err := strconv.ParseInt(r.row[col], 10, bits)
 	r.Bad(col, err)
@@ -110,10 +106,5 @@ func (r *Reader) Bad(col int, err error) {
 	r.err = fmt.Errorf("%s:%d: field %s: %w", r.name, line, r.header[col], err)
 }
 
-// Close closes the file OpenLayouts opened.
-func (r *Reader) Close() error {
-	if r.close == nil {
-		return nil
-	}
-	return r.close()
-}
+// Close closes the file.
+func (r *Reader) Close() error { return r.close() }

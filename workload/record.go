@@ -212,10 +212,6 @@ func LoadRecords(path string) ([]Record, error) {
 		return nil, fmt.Errorf("workload: records: %w", err)
 	}
 	defer in.Close()
-	return readRecords(in)
-}
-
-func readRecords(in *csvfile.Reader) ([]Record, error) {
 	read := readAbsolute
 	if in.Layout == 0 {
 		read = (&recordDeltas{versions: map[string]int32{}}).read
