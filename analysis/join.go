@@ -4,13 +4,10 @@ package analysis
 // phases.csv.gz, the paths' file.
 
 import (
-	"encoding/csv"
 	"fmt"
-	"io"
 	"iter"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/polebench/polebench/csvfile"
@@ -390,81 +387,42 @@ func WritePaths(path string, ps []Path) error {
 // ReadPaths reads what WritePaths wrote, in either layout. Errors name the file, line
 // and field.
 func ReadPaths(path string) ([]Path, error) {
-	r, err := csvfile.Open(path)
+	in, err := csvfile.OpenLayouts(path, pathDeltaHeader, pathHeader)
 	if err != nil {
 		return nil, fmt.Errorf("analysis: %w", err)
 	}
-	defer r.Close()
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(pathHeader)
-	cr.ReuseRecord = true
-	head, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("analysis: %s: header: %w", path, err)
-	}
-	header, delta := pathDeltaHeader, true
-	if head[0] == pathHeader[0] {
-		header, delta = pathHeader, false
-	}
-	for i, h := range header {
-		if head[i] != h {
-			return nil, fmt.Errorf("analysis: %s:1: column %d is %q, want %q", path, i+1, head[i], h)
-		}
-	}
+	defer in.Close()
+	delta := in.Layout == 0
 	out := []Path{} // a run with no path (no traces) has its anatomy join all the same
 	var prev Path
-	for {
-		row, err := cr.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("analysis: %s: %w", path, err)
-		}
-		line, _ := cr.FieldPos(0)
-		bad := func(col int, err error) error {
-			return fmt.Errorf("analysis: %s:%d: field %s: %w", path, line, header[col], err)
-		}
-		p, col, err := parsePath(row, prev, delta)
-		if err != nil {
-			return nil, bad(col, err)
-		}
+	for in.Next() {
+		p := readPath(in, prev, delta)
 		out = append(out, p)
 		prev = p
 	}
+	if err := in.Err(); err != nil {
+		return nil, fmt.Errorf("analysis: %w", err)
+	}
+	return out, nil
 }
 
-// parsePath parses one row after prev (which the delta layout's differences are from);
-// on an error, col is the bad field's.
-func parsePath(row []string, prev Path, delta bool) (p Path, col int, err error) {
+// readPath reads the row after prev (which the delta layout's differences are from).
+func readPath(in *csvfile.Reader, prev Path, delta bool) Path {
+	p := Path{DC: in.Field(1), Server: int(in.Int(2, 64)), Leader: int(in.Int(3, 64)), Follower: int(in.Int(4, 64))}
 	if delta {
-		d, err := strconv.ParseInt(row[0], 10, 64)
-		if err != nil {
-			return p, 0, err
-		}
-		p.ID = prev.ID + uint64(d)
-	} else if p.ID, err = strconv.ParseUint(row[0], 10, 64); err != nil {
-		return p, 0, err
-	}
-	p.DC = row[1]
-	for i, v := range []*int{&p.Server, &p.Leader, &p.Follower} {
-		if *v, err = strconv.Atoi(row[2+i]); err != nil {
-			return p, 2 + i, err
-		}
+		p.ID = prev.ID + uint64(in.Int(0, 64))
+	} else {
+		p.ID = in.Uint(0)
 	}
 	before := prev.At[0]
 	for i := range p.At {
-		n, err := strconv.ParseInt(row[5+i], 10, 64)
-		if err != nil {
-			return p, 5 + i, err
-		}
+		p.At[i] = time.Duration(in.Int(5+i, 64))
 		if delta {
-			n += int64(before)
+			p.At[i] += before
 		}
-		p.At[i] = time.Duration(n)
 		before = p.At[i]
 	}
-	return p, 0, nil
+	return p
 }
 
 // inOrder is a server's marks across their pieces, in order.

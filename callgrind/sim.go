@@ -26,7 +26,7 @@ var SimParts = []Part{
 		"gonum.org/v1/plot", "image/", "image.", "golang.org/x/image", "github.com/golang/freetype", "github.com/go-latex", "github.com/go-fonts",
 		"git.sr.ht/~sbinet/gg", "github.com/ajstarks", "compress/flate", "compress/zlib", "hash/adler32"}},
 	{Name: "files", Prefixes: []string{module + "csvfile.", module + "trial.(*Store)", module + "analysis.Write", module + "record.WriteEvents", module + "record.ReadEvents", module + "workload.CreateRecords",
-		module + "workload.(*RecordWriter)", module + "trial.write", "github.com/klauspost/compress", "compress/", "encoding/json.", "encoding/csv.",
+		module + "workload.(*RecordWriter)", module + "workload.(*recordDeltas)", module + "trial.write", "github.com/klauspost/compress", "compress/", "encoding/json.", "encoding/csv.",
 		"internal/strconv.", "strconv.", "hash/crc32", "bufio.", "os.", "syscall.", "internal/poll.", "unicode/utf8."}},
 	{Name: "analysis", Prefixes: []string{module + "analysis.", "github.com/HdrHistogram/", "gonum.org/v1/gonum/"}},
 	{Name: "simulation", Prefixes: []string{module}},

@@ -13,7 +13,6 @@ import (
 	"github.com/polebench/polebench/analysis"
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/etcd"
-	"github.com/polebench/polebench/csvfile"
 	"github.com/polebench/polebench/event"
 	"github.com/polebench/polebench/model"
 	"github.com/polebench/polebench/placement/etcdsys"
@@ -180,12 +179,7 @@ func hasWarning(sum *analysis.Summary, prefix string) bool {
 // ackedBetween counts the writes intended in [from, to) ms and acknowledged.
 func ackedBetween(t *testing.T, dir string, from, to float64) int {
 	t.Helper()
-	f, err := csvfile.Open(filepath.Join(dir, "requests.csv.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := workload.ReadRecords(f)
+	recs, err := workload.LoadRecords(filepath.Join(dir, "requests.csv.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
