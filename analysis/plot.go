@@ -32,7 +32,7 @@ type PlotOptions struct {
 	// Windows are the spans the summary's numbers come from, marked and named along
 	// the top, so that a reader sees which stretch each number is.
 	Windows []Window
-	YMaxMS float64 // clip the y axis (the crash spike can dwarf the rest); 0: automatic
+	YMaxMS  float64 // clip the y axis (the crash spike can dwarf the rest); 0: automatic
 	// Stalls are shaded behind the lines: spans in which a metered process stalled for
 	// StallMS or more (the host's, not the system's).
 	Stalls   []HostStall
