@@ -310,7 +310,7 @@ func (c *Campaign) drawBars(dir string, rows []Row, metrics []string, title, bas
 	if sField == "" {
 		sVals = []string{""}
 	}
-	clusters := c.barClusters(rows, xField, sField, xVals, sVals)
+	clusters := c.barClusters(rows, metrics[0], xField, sField, xVals, sVals)
 	if len(clusters) == 0 {
 		return nil, nil
 	}
@@ -351,9 +351,9 @@ type barCluster struct {
 	at     float64
 }
 
-// barClusters places a cluster per group of every point, x value by x value, the
-// series side by side at each.
-func (c *Campaign) barClusters(rows []Row, xField, sField string, xVals, sVals []string) []barCluster {
+// barClusters places a cluster per group of every point (its runs grouped by who led
+// metric's window), x value by x value, the series side by side at each.
+func (c *Campaign) barClusters(rows []Row, metric, xField, sField string, xVals, sVals []string) []barCluster {
 	var clusters []barCluster
 	pos := 0.0
 	for xi, xv := range xVals {
@@ -362,7 +362,7 @@ func (c *Campaign) barClusters(rows []Row, xField, sField string, xVals, sVals [
 		}
 		for si, sv := range sVals {
 			for _, p := range c.pointsAt(xField, xv, sField, sv) {
-				for _, g := range Groups(rows, p) {
+				for _, g := range Groups(rows, p, metric) {
 					pos++
 					clusters = append(clusters, barCluster{p, g, xv, sv, si, pos})
 				}
@@ -596,7 +596,7 @@ func (c *Campaign) gatherSeries(f *lineLayers, rows []Row, xField, sField, sv st
 	var s lineSeries
 	for _, xv := range xs {
 		for _, pt := range c.pointsAt(xField, xv, sField, sv) {
-			for gi, g := range Groups(rows, pt) {
+			for gi, g := range Groups(rows, pt, f.metric) {
 				f.addGroup(&s, pt, gi, g, f.pos[xv]+off)
 			}
 			if v, _, ok := PaperValue(c.Name, f.metric, at(pt)); ok {

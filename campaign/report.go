@@ -207,8 +207,12 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 func (c *Campaign) pointRows(rows []Row, metrics []string) ([]PointRow, int) {
 	var out []PointRow
 	split := 0
+	by := "" // the runs are grouped by who led the first metric's window
+	if len(metrics) > 0 {
+		by = metrics[0]
+	}
 	for _, p := range c.Points() {
-		gs := Groups(rows, p)
+		gs := Groups(rows, p, by)
 		if len(gs) > 1 {
 			split++
 		}
@@ -253,7 +257,7 @@ func (c *Campaign) paperRows(dir string, rows []Row) ([]PaperRow, error) {
 			if h := PointHost(rows, p); h.Runs > 0 {
 				host = &h
 			}
-			for _, g := range Groups(rows, p) {
+			for _, g := range Groups(rows, p, n.Metric) {
 				row := base
 				row.Host = host
 				row.Group = &g
@@ -324,7 +328,7 @@ func (c *Campaign) verdict(rows []Row) (string, *bool) {
 		groups := func(series string) []Group {
 			var out []Group
 			for _, p := range c.pointsAt(xField, x, sField, series) {
-				for _, g := range Groups(rows, p) {
+				for _, g := range Groups(rows, p, e.Metric) {
 					if g.Agg(e.Metric) != nil {
 						out = append(out, g)
 					}
