@@ -128,6 +128,8 @@ type Report struct {
 	When     string
 	Overview Overview
 	Rows     []PaperRow
+	// Policies are the paper's numbers beside each placement policy's runs on etcd.
+	Policies []PolicyRow
 	Sections []Section
 }
 
@@ -138,6 +140,7 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 	r := &Report{Title: "polebench: the POLE paper's evaluation, reproduced", Version: version,
 		Machine: machine(), When: time.Now().Format("2006-01-02 15:04 MST")}
 	ov := &r.Overview
+	byName := map[string][]Row{}
 	for _, dir := range dirs {
 		c, err := LoadDir(dir)
 		if err != nil {
@@ -147,6 +150,7 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		byName[c.Name] = rows
 		figs, err := Draw(dir, c)
 		var missing *EvidenceError
 		if err != nil && !errors.As(err, &missing) {
@@ -199,6 +203,7 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 			}
 		}
 	}
+	r.Policies = policyRows(r.Sections, byName, r.Rows)
 	return r, nil
 }
 
@@ -460,6 +465,7 @@ func (r *Report) WriteMarkdown(dir string) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Setting(), fmtPaper(row), fmtPtr(row.Model), fmtAgg(row.Measured),
 			fmtPtr(row.Diff()), fmtWinner(row), fmtHost(row.Host), strings.Join(runs, " "))
 	}
+	r.policiesMarkdown(&b, rel)
 	for _, s := range r.Sections {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.title())
 		fmt.Fprintf(&b, "%d runs on the %s backend, links: %s; spec %s with %s; %s per point.\n\n", s.Runs, s.Backend, s.Links,
