@@ -351,6 +351,14 @@ type barCluster struct {
 	at     float64
 }
 
+// modelLegend names the model's dashes: for the leader who led metric's window.
+func modelLegend(metric string) string {
+	if LeaderColumn(metric) == FinalLeader {
+		return "model, for the leader the runs ended with"
+	}
+	return "model, for the leader elected"
+}
+
 // barClusters places a cluster per group of every point (its runs grouped by who led
 // metric's window), x value by x value, the series side by side at each.
 func (c *Campaign) barClusters(rows []Row, metric, xField, sField string, xVals, sVals []string) []barCluster {
@@ -703,7 +711,7 @@ func (f *lineLayers) draw(p *plot.Plot, leg *plot.Legend) error {
 	if f.modelled {
 		dl, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
 		dl.Color, dl.Width, dl.Dashes = grey, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}
-		leg.Add("model, for the leader elected", dl)
+		leg.Add(modelLegend(f.metric), dl)
 	}
 	if len(f.paper) > 0 {
 		for _, pa := range f.paper {
