@@ -20,11 +20,19 @@ type PlotOptions struct {
 	Title   string
 	Crash   time.Duration // vertical line; 0: none
 	Elected time.Duration // vertical dotted line; 0: none
-	// Model holds predicted mean latencies in ms per window ("before", "after") and DC,
-	// drawn as dashed horizontal lines in the DC's colour: "before" up to the crash,
-	// "after" from the crash on.
-	Model  map[string]map[string]float64
-	YMaxMS float64 // clip the y axis (the crash spike can dwarf the rest); 0: automatic
+	// Model holds predicted mean latencies in ms per window ("before", "after",
+	// "placed") and DC, drawn as dashed horizontal lines in the DC's colour, each over
+	// the stretch its leader led: "before" up to the crash, "after" from the crash to
+	// the placement move (or the end), "placed" from the move on.
+	Model map[string]map[string]float64
+	// Moved is when a placement controller moved the leader to PlacedLeader: a
+	// vertical line, where the model's line changes leader; 0: no move.
+	Moved        time.Duration
+	PlacedLeader int
+	// Windows are the spans the summary's numbers come from, marked and named along
+	// the top, so that a reader sees which stretch each number is.
+	Windows []Window
+	YMaxMS  float64 // clip the y axis (the crash spike can dwarf the rest); 0: automatic
 	// Stalls are shaded behind the lines: spans in which a metered process stalled for
 	// StallMS or more (the host's, not the system's).
 	Stalls   []HostStall
@@ -87,20 +95,14 @@ func PlotTimeSeries(s *Series, o PlotOptions, path string) error {
 		p.Legend.Add(dc, l)
 	}
 	tmax += s.Bucket.Seconds() / 2
-	crash := o.Crash.Seconds()
 	for i, dc := range s.DCs {
 		labeled := false
-		for _, w := range []string{"before", "after"} {
+		for _, w := range []string{"before", "after", "placed"} {
 			v, ok := o.Model[w][dc]
 			if !ok {
 				continue
 			}
-			from, to := 0.0, tmax
-			if o.Crash > 0 && w == "before" {
-				to = crash
-			} else if o.Crash > 0 {
-				from = crash
-			}
+			from, to := o.modelSpan(w, tmax)
 			l, _ := plotter.NewLine(plotter.XYs{{X: from, Y: v}, {X: to, Y: v}})
 			l.Color = plotutil.Color(i)
 			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
@@ -127,12 +129,68 @@ func PlotTimeSeries(s *Series, o PlotOptions, path string) error {
 	}
 	vline(o.Crash, "leader crash", nil, color.Black)
 	vline(o.Elected, "new leader elected", []vg.Length{vg.Points(2), vg.Points(2)}, color.Gray{Y: 110})
+	vline(o.Moved, fmt.Sprintf("leader placed on p%d", o.PlacedLeader), []vg.Length{vg.Points(8), vg.Points(3)}, placedColor)
+	if err := markWindows(p, o.Windows, tmax, ymax); err != nil {
+		return fmt.Errorf("analysis: plot %s: %w", path, err)
+	}
 
 	w := vg.Length(o.WidthPx) * vg.Inch / pngDPI
 	h := vg.Length(o.HeightPx) * vg.Inch / pngDPI
 	if err := figure.SavePlot(p, w, h, path); err != nil {
 		return fmt.Errorf("analysis: saving plot %s: %w", path, err)
 	}
+	return nil
+}
+
+// placedColor is the placement move's line.
+var placedColor = color.RGBA{R: 0, G: 120, B: 60, A: 255}
+
+// modelSpan is the stretch of the x axis (s) over which window w's model line is
+// drawn: the time its leader led, so the line steps where the leader changed.
+func (o PlotOptions) modelSpan(w string, tmax float64) (from, to float64) {
+	crash, moved := o.Crash.Seconds(), o.Moved.Seconds()
+	switch {
+	case o.Crash == 0:
+		return 0, tmax
+	case w == "before":
+		return 0, crash
+	case w == "after" && o.Moved > 0:
+		return crash, moved
+	case w == "placed" && o.Moved > 0:
+		return moved, tmax
+	}
+	return crash, tmax
+}
+
+// markWindows draws each window as a bar along the top of the plot at y, named above
+// it where it is wide enough to carry its name (an after window cut short by a
+// placement move can be a fraction of a second).
+func markWindows(p *plot.Plot, ws []Window, tmax, y float64) error {
+	var lbl plotter.XYLabels
+	for _, w := range ws {
+		bar, err := plotter.NewLine(plotter.XYs{{X: w.From.Seconds(), Y: 0.97 * y}, {X: w.To.Seconds(), Y: 0.97 * y}})
+		if err != nil {
+			return err
+		}
+		bar.Color, bar.Width = color.Gray{Y: 90}, vg.Points(3)
+		p.Add(bar)
+		if (w.To - w.From).Seconds() >= tmax/12 {
+			lbl.XYs = append(lbl.XYs, plotter.XY{X: (w.From + w.To).Seconds() / 2, Y: 0.97 * y})
+			lbl.Labels = append(lbl.Labels, w.Name+" window")
+		}
+	}
+	if len(lbl.XYs) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(lbl)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YBottom
+	}
+	l.Offset.Y = vg.Points(3)
+	p.Add(l)
 	return nil
 }
 

@@ -78,6 +78,12 @@ func Report(dir string, in Input, bucket time.Duration, plot PlotOptions) (*Summ
 	if plot.Model == nil {
 		plot.Model = in.Model
 	}
+	if plot.Moved == 0 {
+		plot.Moved, plot.PlacedLeader = in.Events.Placed.Moved, in.Events.Placed.Leader
+	}
+	if plot.Windows == nil {
+		plot.Windows = windows
+	}
 	if plot.Stalls == nil && in.Host != nil {
 		plot.Stalls = in.Host.Stalls
 	}

@@ -308,6 +308,10 @@ type Repetitions struct {
 	// ZooKeeper's votes across a WAN) makes the runs a mixture of winners, and their
 	// mean a mixture of latencies.
 	ByLeader map[int]*LeaderRuns `json:"by_leader,omitempty"`
+	// ByPlacedLeader splits the placed window likewise, by the leader the placement
+	// controller placed (Raft's winner is not who led it), when the runs that have
+	// that window placed more than one.
+	ByPlacedLeader map[int]*LeaderRuns `json:"by_placed_leader,omitempty"`
 }
 
 // LeaderRuns are the runs one server won: the after window's mean latency per DC
@@ -377,33 +381,36 @@ func AggregateRuns(sums []*Summary) (*Repetitions, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(r.NewLeaders) > 1 {
-		if r.ByLeader, err = byLeader(sums); err != nil {
-			return nil, err
-		}
+	if r.ByLeader, err = byLeader(sums, "after", func(s *Summary) int { return s.NewLeader }); err != nil {
+		return nil, err
+	}
+	if r.ByPlacedLeader, err = byLeader(sums, "placed", func(s *Summary) int { return s.PlacedLeader }); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
-// byLeader aggregates the after window per new leader.
-func byLeader(sums []*Summary) (map[int]*LeaderRuns, error) {
+// byLeader aggregates window per the leader that led it (leader of a run; 0: none),
+// over the runs that measured the window; nil when they had one leader.
+func byLeader(sums []*Summary, window string, leader func(*Summary) int) (map[int]*LeaderRuns, error) {
 	means := map[int]map[string][]float64{}
 	out := map[int]*LeaderRuns{}
 	for _, s := range sums {
-		if s.NewLeader == 0 {
+		id := leader(s)
+		if _, ok := s.LatencyMS[window]; !ok || id == 0 {
 			continue
 		}
-		l := out[s.NewLeader]
+		l := out[id]
 		if l == nil {
 			l = &LeaderRuns{MeanLatencyMS: map[string]Agg{}}
-			out[s.NewLeader], means[s.NewLeader] = l, map[string][]float64{}
+			out[id], means[id] = l, map[string][]float64{}
 		}
 		l.Runs++
-		for dc, st := range s.LatencyMS["after"] {
+		for dc, st := range s.LatencyMS[window] {
 			if st.Count == 0 {
 				continue
 			}
-			means[s.NewLeader][dc] = append(means[s.NewLeader][dc], st.Mean)
+			means[id][dc] = append(means[id][dc], st.Mean)
 			if st.ModelMS != nil {
 				if l.ModelMS == nil {
 					l.ModelMS = map[string]float64{}
@@ -411,6 +418,9 @@ func byLeader(sums []*Summary) (map[int]*LeaderRuns, error) {
 				l.ModelMS[dc] = *st.ModelMS
 			}
 		}
+	}
+	if len(out) < 2 {
+		return nil, nil
 	}
 	for id, byDC := range means {
 		for dc, xs := range byDC {

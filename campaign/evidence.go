@@ -36,7 +36,7 @@ func (c *Campaign) evidenceRun(rows []Row) (Point, Group, Row, bool) {
 		metric = specs[0].metrics[0]
 	}
 	for _, p := range want {
-		if gs := Groups(rows, p); len(gs) > 0 {
+		if gs := Groups(rows, p, metric); len(gs) > 0 {
 			return p, gs[0], gs[0].Representative(metric), true
 		}
 	}

@@ -15,8 +15,23 @@ import (
 	"github.com/polebench/polebench/spec"
 )
 
-// NewLeader is results.csv's column of the leader a run elected after the crash.
-const NewLeader = "new_leader"
+// NewLeader is results.csv's column of the leader a run elected after the crash;
+// FinalLeader the leader it ended with (the placed one where a placement controller
+// moved the leader, else NewLeader), who led its final window.
+const (
+	NewLeader   = "new_leader"
+	FinalLeader = "final_leader"
+)
+
+// LeaderColumn is the column that says who led the window a metric is of: the
+// placed and final windows were led by the leader the run ended with, every other
+// by Raft's (or the oracle's) winner.
+func LeaderColumn(metric string) string {
+	if strings.Contains(metric, ".placed.") || strings.Contains(metric, ".final.") {
+		return FinalLeader
+	}
+	return NewLeader
+}
 
 // Group is the runs of one point that elected the same leader. Repetitions that
 // elected different leaders measured different systems (p2 leading, then p4 leading),
@@ -79,9 +94,10 @@ func (g Group) Representative(metric string) Row {
 	return rows[(len(rows)-1)/2]
 }
 
-// Groups splits the runs of point p by the leader they elected: the most common
-// leader first (ties: the lower id).
-func Groups(rows []Row, p Point) []Group {
+// Groups splits the runs of point p by the leader that led metric's window
+// (LeaderColumn): the most common leader first (ties: the lower id).
+func Groups(rows []Row, p Point, metric string) []Group {
+	col := LeaderColumn(metric)
 	by := map[int][]Row{}
 	n := 0
 	for _, r := range rows {
@@ -89,7 +105,7 @@ func Groups(rows []Row, p Point) []Group {
 			continue
 		}
 		n++
-		l := int(r.Metrics[NewLeader])
+		l := int(r.Metrics[col])
 		by[l] = append(by[l], r)
 	}
 	var out []Group

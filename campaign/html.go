@@ -43,6 +43,12 @@ var htmlTmpl = template.Must(template.New("report").Parse(`<!doctype html>
 {{range .Rows}}<tr class="number{{if .Split}} split{{end}}"><td>{{.Setting}}</td><td class="num">{{.Paper}}</td><td class="num">{{.Model}}</td><td class="num">{{.Measured}}</td><td class="num">{{.Diff}}</td><td class="{{.WinnerClass}}">{{.Winner}}</td><td>{{.Host}}</td><td>{{range .Runs}}<a href="{{.Href}}">{{.Text}}</a> {{end}}</td></tr>
 {{end}}</tbody></table>
 
+{{range .Policies}}<h2 class="policies-title">{{.Title}}</h2>
+<p class="muted">The mean latency under the leader each run ended with (after placement where the controller moved it, else after the crash), beside the model for that leader, with the leader; poled's as in the paper's numbers above.</p>
+<table class="policies" data-campaign="{{.Campaign}}"><thead><tr><th>setting</th><th>paper</th><th>poled</th>{{range .Names}}<th>etcd, {{.}}</th>{{end}}</tr></thead><tbody>
+{{range .Rows}}<tr><td>{{.Setting}}</td><td class="num">{{.Paper}}</td><td class="num">{{.Poled}}</td>{{range .Cells}}<td class="num">{{.Text}} {{range .Runs}}<a href="{{.Href}}">{{.Text}}</a> {{end}}</td>{{end}}</tr>
+{{end}}</tbody></table>
+{{end}}
 {{range .Sections}}<section class="campaign" id="{{.Anchor}}" data-campaign="{{.Name}}">
 <h2>{{.Title}}</h2>
 <p class="muted">{{.Runs}} runs on the {{.Backend}} backend; links: {{.Links}}.{{if .Host}} {{.Host}}.{{end}} Spec {{.Spec}}{{if .Settings}} with {{.Settings}}{{end}}; {{.Reps}} per point. Campaign directory: <a href="{{.DirHref}}">{{.DirText}}</a>.</p>
@@ -187,6 +193,7 @@ func (r *Report) WriteHTML(dir string) error {
 		rows = append(rows, hr)
 	}
 	data["Rows"] = rows
+	data["Policies"] = r.htmlPolicies(rel)
 
 	var secs []htmlSection
 	for _, s := range r.Sections {

@@ -310,7 +310,7 @@ func (c *Campaign) drawBars(dir string, rows []Row, metrics []string, title, bas
 	if sField == "" {
 		sVals = []string{""}
 	}
-	clusters := c.barClusters(rows, xField, sField, xVals, sVals)
+	clusters := c.barClusters(rows, metrics[0], xField, sField, xVals, sVals)
 	if len(clusters) == 0 {
 		return nil, nil
 	}
@@ -351,9 +351,17 @@ type barCluster struct {
 	at     float64
 }
 
-// barClusters places a cluster per group of every point, x value by x value, the
-// series side by side at each.
-func (c *Campaign) barClusters(rows []Row, xField, sField string, xVals, sVals []string) []barCluster {
+// modelLegend names the model's dashes: for the leader who led metric's window.
+func modelLegend(metric string) string {
+	if LeaderColumn(metric) == FinalLeader {
+		return "model, for the leader the runs ended with"
+	}
+	return "model, for the leader elected"
+}
+
+// barClusters places a cluster per group of every point (its runs grouped by who led
+// metric's window), x value by x value, the series side by side at each.
+func (c *Campaign) barClusters(rows []Row, metric, xField, sField string, xVals, sVals []string) []barCluster {
 	var clusters []barCluster
 	pos := 0.0
 	for xi, xv := range xVals {
@@ -362,7 +370,7 @@ func (c *Campaign) barClusters(rows []Row, xField, sField string, xVals, sVals [
 		}
 		for si, sv := range sVals {
 			for _, p := range c.pointsAt(xField, xv, sField, sv) {
-				for _, g := range Groups(rows, p) {
+				for _, g := range Groups(rows, p, metric) {
 					pos++
 					clusters = append(clusters, barCluster{p, g, xv, sv, si, pos})
 				}
@@ -596,7 +604,7 @@ func (c *Campaign) gatherSeries(f *lineLayers, rows []Row, xField, sField, sv st
 	var s lineSeries
 	for _, xv := range xs {
 		for _, pt := range c.pointsAt(xField, xv, sField, sv) {
-			for gi, g := range Groups(rows, pt) {
+			for gi, g := range Groups(rows, pt, f.metric) {
 				f.addGroup(&s, pt, gi, g, f.pos[xv]+off)
 			}
 			if v, _, ok := PaperValue(c.Name, f.metric, at(pt)); ok {
@@ -703,7 +711,7 @@ func (f *lineLayers) draw(p *plot.Plot, leg *plot.Legend) error {
 	if f.modelled {
 		dl, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
 		dl.Color, dl.Width, dl.Dashes = grey, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}
-		leg.Add("model, for the leader elected", dl)
+		leg.Add(modelLegend(f.metric), dl)
 	}
 	if len(f.paper) > 0 {
 		for _, pa := range f.paper {

@@ -128,6 +128,8 @@ type Report struct {
 	When     string
 	Overview Overview
 	Rows     []PaperRow
+	// Policies are the paper's numbers beside each placement policy's runs on etcd.
+	Policies []PolicyRow
 	Sections []Section
 }
 
@@ -138,6 +140,7 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 	r := &Report{Title: "polebench: the POLE paper's evaluation, reproduced", Version: version,
 		Machine: machine(), When: time.Now().Format("2006-01-02 15:04 MST")}
 	ov := &r.Overview
+	byName := map[string][]Row{}
 	for _, dir := range dirs {
 		c, err := LoadDir(dir)
 		if err != nil {
@@ -147,6 +150,7 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		byName[c.Name] = rows
 		figs, err := Draw(dir, c)
 		var missing *EvidenceError
 		if err != nil && !errors.As(err, &missing) {
@@ -199,6 +203,7 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 			}
 		}
 	}
+	r.Policies = policyRows(r.Sections, byName, r.Rows)
 	return r, nil
 }
 
@@ -207,8 +212,12 @@ func BuildReport(dirs []string, version string) (*Report, error) {
 func (c *Campaign) pointRows(rows []Row, metrics []string) ([]PointRow, int) {
 	var out []PointRow
 	split := 0
+	by := "" // the runs are grouped by who led the first metric's window
+	if len(metrics) > 0 {
+		by = metrics[0]
+	}
 	for _, p := range c.Points() {
-		gs := Groups(rows, p)
+		gs := Groups(rows, p, by)
 		if len(gs) > 1 {
 			split++
 		}
@@ -253,7 +262,7 @@ func (c *Campaign) paperRows(dir string, rows []Row) ([]PaperRow, error) {
 			if h := PointHost(rows, p); h.Runs > 0 {
 				host = &h
 			}
-			for _, g := range Groups(rows, p) {
+			for _, g := range Groups(rows, p, n.Metric) {
 				row := base
 				row.Host = host
 				row.Group = &g
@@ -324,7 +333,7 @@ func (c *Campaign) verdict(rows []Row) (string, *bool) {
 		groups := func(series string) []Group {
 			var out []Group
 			for _, p := range c.pointsAt(xField, x, sField, series) {
-				for _, g := range Groups(rows, p) {
+				for _, g := range Groups(rows, p, e.Metric) {
 					if g.Agg(e.Metric) != nil {
 						out = append(out, g)
 					}
@@ -456,6 +465,7 @@ func (r *Report) WriteMarkdown(dir string) error {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.Setting(), fmtPaper(row), fmtPtr(row.Model), fmtAgg(row.Measured),
 			fmtPtr(row.Diff()), fmtWinner(row), fmtHost(row.Host), strings.Join(runs, " "))
 	}
+	r.policiesMarkdown(&b, rel)
 	for _, s := range r.Sections {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.title())
 		fmt.Fprintf(&b, "%d runs on the %s backend, links: %s; spec %s with %s; %s per point.\n\n", s.Runs, s.Backend, s.Links,

@@ -414,17 +414,22 @@ func stdhtmlUnescape(s string) string {
 // where the controller moved the leader, else the after window.
 func TestFinalWindow(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		m    map[string]float64
-		want float64
+		name   string
+		m      map[string]float64
+		want   float64
+		leader float64 // final_leader
 	}{
-		{"moved", map[string]float64{"latency_ms.after.all.mean": 80, "latency_ms.placed.all.mean": 55, "transfer_ms": 300}, 55},
-		{"kept or none", map[string]float64{"latency_ms.after.all.mean": 80}, 80},
-		{"moved, placed window too short", map[string]float64{"latency_ms.after.all.mean": 80, "transfer_ms": 300}, 0},
+		{"moved", map[string]float64{"latency_ms.after.all.mean": 80, "latency_ms.placed.all.mean": 55, "transfer_ms": 300, "new_leader": 4, "placed_leader": 1}, 55, 1},
+		{"kept", map[string]float64{"latency_ms.after.all.mean": 80, "new_leader": 1, "placed_leader": 1}, 80, 1},
+		{"none", map[string]float64{"latency_ms.after.all.mean": 80, "new_leader": 4}, 80, 4},
+		{"moved, placed window too short", map[string]float64{"latency_ms.after.all.mean": 80, "transfer_ms": 300, "new_leader": 4, "placed_leader": 1}, 0, 1},
 	} {
 		finalWindow(tc.m)
 		if got := tc.m["latency_ms.final.all.mean"]; got != tc.want {
 			t.Errorf("%s: final %v, want %v", tc.name, got, tc.want)
+		}
+		if got := tc.m[FinalLeader]; got != tc.leader {
+			t.Errorf("%s: final leader p%v, want p%v", tc.name, got, tc.leader)
 		}
 	}
 }

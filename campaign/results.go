@@ -98,15 +98,19 @@ func Flatten(summaryJSON []byte) (map[string]float64, error) {
 	return out, nil
 }
 
-// finalWindow adds latency_ms.final.*: the window under the leader a run ended
-// with, the placed one where a placement controller moved the leader, else the
+// finalWindow adds latency_ms.final.* and final_leader: the window under the leader
+// a run ended with, and that leader: the placed one where a placement controller moved the leader, else the
 // after window (Raft's winner, kept or never placed), so that placement policies
 // compare as curves of one metric.
 func finalWindow(m map[string]float64) {
 	_, moved := m["transfer_ms"]
 	from := "latency_ms.after."
+	if l, ok := m[NewLeader]; ok {
+		m[FinalLeader] = l
+	}
 	if moved {
 		from = "latency_ms.placed."
+		m[FinalLeader] = m["placed_leader"]
 	}
 	for k, v := range m {
 		if rest, ok := strings.CutPrefix(k, from); ok {

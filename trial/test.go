@@ -15,6 +15,7 @@ import (
 	"github.com/polebench/polebench/model"
 	"github.com/polebench/polebench/nemesis"
 	"github.com/polebench/polebench/netem"
+	"github.com/polebench/polebench/placement"
 	"github.com/polebench/polebench/sim"
 	"github.com/polebench/polebench/spec"
 	"github.com/polebench/polebench/topology"
@@ -106,5 +107,13 @@ func (t *Test) PathModel() (model.PathModel, error) {
 // Title names the run in its plots.
 func (t *Test) Title() string {
 	sp := t.Spec
-	return fmt.Sprintf("%s: %s oracle, p%d killed at %v", sp.Name, sp.Oracle.Name, sp.InitialLeader, sp.CrashAt)
+	title := fmt.Sprintf("%s: %s oracle, p%d killed at %v", sp.Name, sp.Oracle.Name, sp.InitialLeader, sp.CrashAt)
+	if pl := sp.Placement; pl != nil && pl.Policy != placement.None {
+		// The oracle is the system's own election; the controller places after it.
+		title += ", placement " + pl.Policy
+		if len(pl.Priority) > 0 {
+			title += fmt.Sprintf(" %v", pl.Priority)
+		}
+	}
+	return title
 }

@@ -18,10 +18,11 @@ import (
 const sweepSummary = "Run a spec over a grid of overrides (--vary FIELD=V1,V2,... repeatable, or a campaign file, or a shipped campaign such as fig8a): one run directory per point and repetition, results.csv, aggregate.json and figures; running the same command again resumes"
 
 func runSweep(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "SPEC|CAMPAIGN.yaml|FIG [--vary FIELD=V1,V2,...]... [--repetitions N] [--out DIR] [--jobs N] [overrides]", sweepSummary, stderr)
+	fs := newFlags("sweep", "SPEC|CAMPAIGN.yaml|FIG [--quick] [--vary FIELD=V1,V2,...]... [--repetitions N] [--out DIR] [--jobs N] [overrides]", sweepSummary, stderr)
 	out := fs.String("out", "", "campaign directory (default results/campaigns/<name>)")
 	reps := fs.Int("reps", 0, "repetitions per point (default: the campaign's, or 1)")
 	jobs := jobsFlag(fs)
+	quick := fs.Bool("quick", false, "the campaign's quick form (its quick: settings and axes, 1 repetition), as reproduce --quick runs it")
 	var vary []campaign.Axis
 	fs.Func("vary", "a field and its values: FIELD=V1,V2,... (repeatable); any override field", func(v string) error {
 		f, vals, ok := strings.Cut(v, "=")
@@ -55,6 +56,16 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 		if c, err = campaign.Resolve(arg); err != nil {
 			return err
 		}
+		if *quick {
+			if c.Quick == nil {
+				return fmt.Errorf("--quick: campaign %s has no quick form", c.Name)
+			}
+			if c, err = (campaign.ReproduceOptions{Quick: true}).Prepare(c); err != nil {
+				return err
+			}
+		}
+	} else if *quick {
+		return fmt.Errorf("--quick: %s is a spec, not a campaign with a quick form", arg)
 	} else {
 		c = &campaign.Campaign{Name: strings.TrimSuffix(filepath.Base(arg), ".yaml"), Spec: arg, Repetitions: 1}
 	}

@@ -208,17 +208,22 @@ func printAggregate(w io.Writer, a *analysis.Repetitions) {
 	}
 	sort.Strings(leaders)
 	fmt.Fprintf(w, "  new leaders: %s; lost acknowledged writes: %d\n", strings.Join(leaders, " "), a.LostAcknowledgedWrites)
-	for _, id := range slices.Sorted(maps.Keys(a.ByLeader)) {
-		l := a.ByLeader[id]
-		var parts []string
-		for _, dc := range slices.Sorted(maps.Keys(l.MeanLatencyMS)) {
-			part := fmt.Sprintf("%s %.1f ms", dc, l.MeanLatencyMS[dc].Mean)
-			if m, ok := l.ModelMS[dc]; ok {
-				part += fmt.Sprintf(" (model %.1f)", m)
+	for _, by := range []struct {
+		window string
+		runs   map[int]*analysis.LeaderRuns
+	}{{"after", a.ByLeader}, {"placed", a.ByPlacedLeader}} {
+		for _, id := range slices.Sorted(maps.Keys(by.runs)) {
+			l := by.runs[id]
+			var parts []string
+			for _, dc := range slices.Sorted(maps.Keys(l.MeanLatencyMS)) {
+				part := fmt.Sprintf("%s %.1f ms", dc, l.MeanLatencyMS[dc].Mean)
+				if m, ok := l.ModelMS[dc]; ok {
+					part += fmt.Sprintf(" (model %.1f)", m)
+				}
+				parts = append(parts, part)
 			}
-			parts = append(parts, part)
+			fmt.Fprintf(w, "  %s, p%d leading (%d runs): %s\n", by.window, id, l.Runs, strings.Join(parts, ", "))
 		}
-		fmt.Fprintf(w, "  after, p%d leading (%d runs): %s\n", id, l.Runs, strings.Join(parts, ", "))
 	}
 	if a.Host.Measured > 0 { // the simulator has no host to judge
 		fmt.Fprintf(w, "  host: %s (runs with every window trusted)\n", a.Host)
