@@ -118,7 +118,7 @@ func shortCampaign(t *testing.T) *Campaign {
 	c, err := Parse("short.yaml", []byte(`name: short
 claim: "rotating elects p1, history p4."
 spec: two-dc
-settings: [duration=8s, crash-at=4s, warmup=1s, rate=300]
+settings: [duration=8s, crash-at=4s, warmup=1s, rate=100]
 vary:
   - {field: oracle, values: [history, rotating]}
 repetitions: 2

@@ -23,7 +23,7 @@ import (
 )
 
 // TestSwarmRun is CI's run of the swarm backend, the command a user types:
-// `polebench run two-dc --backend swarm --duration 16s --crash-at 8s --warmup 2s --settle 4s --rate 300 --repetitions 1`
+// `polebench run two-dc --backend swarm --duration 16s --crash-at 8s --warmup 2s --settle 4s --rate 100 --repetitions 1`
 // on a single-node swarm of this machine's engine (initialised for the test and left
 // after it). History elects p4 (or the follower ahead at the crash), which commits and
 // acknowledges writes after the crash, no acknowledged write is lost, servers.json says where servers ran and how links were emulated, and
@@ -35,7 +35,7 @@ func TestSwarmRun(t *testing.T) {
 	}
 	swarmtest.Manager(t)
 	dir := t.TempDir()
-	code, out, errs := runCLI("run", "two-dc", "--backend", "swarm", "--duration", "16s", "--crash-at", "8s", "--warmup", "2s", "--settle", "4s", "--rate", "300", "--repetitions", "1", "--out", dir)
+	code, out, errs := runCLI("run", "two-dc", "--backend", "swarm", "--duration", "16s", "--crash-at", "8s", "--warmup", "2s", "--settle", "4s", "--rate", "100", "--repetitions", "1", "--out", dir)
 	t.Logf("polebench run:\n%s", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
