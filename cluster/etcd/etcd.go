@@ -57,7 +57,7 @@ func init() {
 		Down:     func(_ context.Context, label string) ([]string, error) { return Down(label) },
 		Check:    func(context.Context) error { return Available() },
 	})
-	workload.RegisterDriver(Flavor, func(cfg workload.Config) (workload.Driver, error) { return etcdclient.New(cfg) })
+	workload.RegisterProtocol(Flavor, etcdclient.Protocol)
 }
 
 func as(start func(context.Context, cluster.Options) (*Cluster, error)) cluster.Constructor {
