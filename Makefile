@@ -36,9 +36,9 @@ reproduce: build
 	$(BIN) reproduce $(REPRODUCE_FLAGS)
 
 ## nightly: the nightly benchmarks (nightly/suite.yaml, docs/nightly.md): two-dc on the
-## local, netns, docker and swarm backends, a three-DC point, ZooKeeper beside poled, a
-## recovery point, poled vs ZooKeeper, and the simulator (each entry prints its planned
-## length, the progress line the ETA; root, a Docker engine and Java: an entry this machine
+## local, netns, docker and swarm backends, a three-DC point, ZooKeeper and etcd beside
+## poled, a recovery point, poled vs ZooKeeper and vs etcd, and the simulator (each entry prints its planned
+## length, the progress line the ETA; root, a Docker engine, Java and etcd: an entry this machine
 ## cannot run is skipped, saying what to install, and fails only under CI=true; the swarm
 ## entry makes a single-node swarm and leaves it). NIGHTLY_FLAGS=--quick runs a reduced set with a history
 ## of its own; NIGHTLY_FLAGS="--set intra-dc-rtt=3" plants a

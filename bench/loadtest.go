@@ -1,6 +1,7 @@
 // Package bench is a write benchmark of a replica set on loopback: poled (its own
-// processes, cmd/poled) or Apache ZooKeeper (its JVMs), N go-zookeeper clients spread
-// over the servers, 1 kB setData, closed loop (each client writes as fast as it is
+// processes, cmd/poled) or another flavor the local backend runs (Apache ZooKeeper's
+// JVMs, etcd's processes), N clients of the flavor's protocol (workload.ProtocolOf)
+// spread over the servers, 1 kB writes, closed loop (each client writes as fast as it is
 // answered) or open loop (a fixed total rate on an absolute schedule, latency counted
 // from the intended send time). Latencies go into HDR histograms; with several flavors
 // the settings' measurement windows alternate between them, so a shared machine's
@@ -10,7 +11,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -22,17 +22,16 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/go-zookeeper/zk"
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/local"
-	"github.com/polebench/polebench/cluster/zookeeper"
 	"github.com/polebench/polebench/progress"
 	"github.com/polebench/polebench/score"
 	"github.com/polebench/polebench/topology"
 	"github.com/polebench/polebench/workload"
 	"github.com/polebench/polebench/workload/arrival"
+	"github.com/polebench/polebench/workload/client"
 )
 
 // Modes of load.
@@ -43,14 +42,14 @@ const (
 
 // Config is one benchmark: every combination of Flavors, Servers and Fsync.
 type Config struct {
-	Flavors []string // backend.FlavorPoled, backend.FlavorZooKeeper
+	Flavors []string // flavors the local backend runs; ratios are the first's over each other's
 	Servers []int    // ensemble sizes, e.g. 3 and 5
 	Fsync   []bool   // fsync of the log before acknowledging, on and/or off
 	Mode    string   // Closed or Open
 	Clients int      // client sessions, spread round-robin over the servers
 	Rate    float64  // Open: total writes/s
-	Payload int      // bytes per setData
-	Keys    int      // znodes the writes go to (client i writes key i mod Keys)
+	Payload int      // bytes per write
+	Keys    int      // keys the writes go to (client i writes key i mod Keys)
 	Warmup  time.Duration
 	// FlavorWarmup replaces Warmup for the flavors it names: ZooKeeper's JIT needs
 	// longer than poled before its windows stop rising.
@@ -64,7 +63,7 @@ type Config struct {
 // Defaults fills unset fields.
 func (c *Config) Defaults() {
 	if len(c.Flavors) == 0 {
-		c.Flavors = []string{backend.FlavorPoled}
+		c.Flavors = DefaultFlavors()
 	}
 	if len(c.Servers) == 0 {
 		c.Servers = []int{3}
@@ -101,8 +100,8 @@ func (c *Config) Defaults() {
 // Check says what is wrong with c, naming the flag.
 func (c *Config) Check() error {
 	for _, f := range c.Flavors {
-		if !slices.Contains(backend.Flavors(), f) {
-			return fmt.Errorf("--flavor: unknown flavor %q (known: %s)", f, strings.Join(backend.Flavors(), ", "))
+		if !backend.Runs(backend.Local, f) {
+			return fmt.Errorf("--flavor: unknown flavor %q (known: %s)", f, strings.Join(Flavors(), ", "))
 		}
 	}
 	for _, n := range c.Servers {
@@ -127,6 +126,16 @@ func (c *Config) Check() error {
 		return fmt.Errorf("--repetitions: %d: at least 1", c.Repetitions)
 	}
 	return nil
+}
+
+// DefaultFlavors are what the benchmark measures unless told otherwise: poled against
+// the paper's baseline.
+func DefaultFlavors() []string { return []string{backend.FlavorPoled, backend.FlavorZooKeeper} }
+
+// Flavors are the flavors the local backend runs, poled first: those the benchmark
+// can start.
+func Flavors() []string {
+	return slices.DeleteFunc(backend.Flavors(), func(f string) bool { return !backend.Runs(backend.Local, f) })
 }
 
 // WarmupOf is how long flavor is warmed up before its first window.
@@ -168,6 +177,7 @@ type Result struct {
 	Rate     float64
 	Payload  int
 	Duration time.Duration
+	Flavors  []string // in the order given: ratios are the first's over each other's
 	Runs     map[Setting]map[string][]Window
 	Order    []Setting
 }
@@ -180,7 +190,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Mode: c.Mode, Clients: c.Clients, Payload: c.Payload, Duration: c.Duration,
-		Runs: map[Setting]map[string][]Window{}}
+		Flavors: c.Flavors, Runs: map[Setting]map[string][]Window{}}
 	if c.Mode == Open {
 		res.Rate = c.Rate // the closed loop has none, whatever --rate says
 	}
@@ -198,11 +208,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	return res, nil
 }
 
-// target is one flavor's cluster and clients.
+// target is one flavor's cluster and clients, a connection each.
 type target struct {
 	flavor string
 	cl     cluster.Cluster
-	conns  []*zk.Conn
+	conns  []workload.Conn
 }
 
 func (t *target) close() {
@@ -256,7 +266,7 @@ func runSetting(ctx context.Context, c Config, s Setting) (map[string][]Window, 
 }
 
 // start brings a flavor's servers up on loopback as separate processes, waits for a
-// leader, connects the clients and creates the keys.
+// leader, connects the clients and creates the keys, through the flavor's protocol.
 func start(ctx context.Context, c Config, s Setting, flavor string) (*target, error) {
 	topo, err := topology.New(topology.Config{DCs: []topology.DC{{Name: "L", Servers: ids(s.Servers)}}, Rates: map[string]float64{"L": 1}})
 	if err != nil {
@@ -265,48 +275,59 @@ func start(ctx context.Context, c Config, s Setting, flavor string) (*target, er
 	opts := cluster.Options{Topology: topo, Oracle: score.Oracle{Name: score.History}, InitialLeader: s.Servers,
 		Flavor: flavor, Fsync: s.Fsync, Logger: c.Log}
 	t := &target{flavor: flavor}
-	if flavor == backend.FlavorZooKeeper {
-		t.cl, err = zookeeper.NewLocal(ctx, opts)
+	if flavor == backend.FlavorPoled {
+		t.cl, err = local.NewProcesses(ctx, opts) // the local backend's poled runs in this process
 	} else {
-		t.cl, err = local.NewProcesses(ctx, opts)
+		t.cl, err = cluster.New(ctx, backend.Local, opts)
 	}
 	if err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := cluster.WaitLeader(wctx, t.cl.Servers(), t.cl.Alive); err != nil {
+	if _, err := cluster.WaitLeaderOf(wctx, t.cl); err != nil {
 		return t, err
 	}
-	if err := cluster.WaitServing(wctx, t.cl.Servers(), t.cl.Alive); err != nil {
+	if err := cluster.WaitServingOf(wctx, t.cl, t.cl.Servers(), t.cl.Alive); err != nil {
 		return t, err
 	}
+	return t, t.connect(wctx, c)
+}
+
+// connect gives each client its own connection to server i mod N and creates the keys.
+func (t *target) connect(ctx context.Context, c Config) error {
 	servers := t.cl.Servers()
+	proto := workload.ProtocolOf(t.flavor)
+	wcfg, err := workload.Config{Servers: workloadServers(servers), SessionsPerServer: 1, PayloadBytes: c.Payload,
+		Keys: c.Keys, Prefix: keyPrefix, RunID: "bench", Log: c.Log}.Resolved()
+	if err != nil {
+		return err
+	}
 	for i := range c.Clients {
-		addr := servers[i%len(servers)].Client
-		conn, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}))
+		conn, err := proto.Dial(wcfg, wcfg.Servers[i%len(servers)], func() bool { return false })
 		if err != nil {
-			return t, err
+			return err
 		}
 		t.conns = append(t.conns, conn)
-		if err := waitConnected(wctx, ev); err != nil {
-			return t, fmt.Errorf("client %d to %s: %w", i, addr, err)
+	}
+	for i, conn := range t.conns {
+		for ready, _ := conn.Ready(); ready == 0; ready, _ = conn.Ready() {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("client %d to %s: %w", i, wcfg.Servers[i%len(servers)].Addr, ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 	}
-	payload := make([]byte, c.Payload)
-	for k := range c.Keys {
-		_, err := t.conns[0].Create(key(k), payload, 0, zk.WorldACL(zk.PermAll))
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return t, fmt.Errorf("create %s: %w", key(k), err)
-		}
+	return proto.CreateKeys(ctx, wcfg, t.conns)
+}
+
+func workloadServers(servers []cluster.Server) []workload.Server {
+	out := make([]workload.Server, len(servers))
+	for i, s := range servers {
+		out[i] = workload.Server{ID: s.ID, DC: s.DC, Addr: s.Client}
 	}
-	// Every client's server must have the keys before the first window.
-	for _, conn := range t.conns {
-		if _, err := conn.Sync(key(c.Keys - 1)); err != nil {
-			return t, err
-		}
-	}
-	return t, nil
+	return out
 }
 
 func ids(n int) []int {
@@ -317,24 +338,8 @@ func ids(n int) []int {
 	return out
 }
 
-func key(i int) string { return fmt.Sprintf("/loadtest-%04d", i) }
-
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
-
-func waitConnected(ctx context.Context, ev <-chan zk.Event) error {
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return nil
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
+// keyPrefix is the parent of the benchmark's keys.
+const keyPrefix = "/loadtest"
 
 // measure runs the load for d and summarizes it.
 func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window, error) {
@@ -361,7 +366,7 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 		hists[i] = h
 		sched := scheds[i]
 		wg.Go(func() {
-			k := key(i % c.Keys)
+			k := workload.KeyPath(keyPrefix, i%c.Keys)
 			for {
 				due := time.Now()
 				if sched != nil {
@@ -377,13 +382,16 @@ func measure(ctx context.Context, c Config, t *target, d time.Duration) (Window,
 				if ctx.Err() != nil {
 					return
 				}
-				_, err := conn.Set(k, payload, -1)
+				_, reply, _ := conn.Put(ctx, k, payload, func() {})
 				done := time.Now()
-				if err != nil {
+				if reply != client.Acked {
 					if ctx.Err() != nil {
 						return
 					}
 					errs.Add(1)
+					if reply == client.Unavailable { // no connection up: wait for it, not spin
+						time.Sleep(10 * time.Millisecond)
+					}
 				} else if done.Before(start.Add(d)) {
 					writes.Add(1)
 					h.RecordValue(max(1, done.Sub(due).Microseconds()))

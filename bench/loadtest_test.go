@@ -9,19 +9,23 @@ import (
 
 	"github.com/polebench/polebench/benchdata"
 	"github.com/polebench/polebench/cluster/backend"
+	"github.com/polebench/polebench/cluster/etcd"
 	"github.com/polebench/polebench/cluster/zookeeper"
 )
 
-// TestBenchBothFlavors is `polebench bench --flavor poled,zookeeper --servers 3` on a
-// short setting: both flavors as separate processes on loopback, closed and open loop;
-// every window has writes and sane quantiles, the table compares the two, and
-// bench.json holds a sample per window for every metric.
-func TestBenchBothFlavors(t *testing.T) {
-	if err := zookeeper.Available(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("real ZooKeeper needed under CI: %v", err)
+// TestBenchFlavors is `polebench bench --flavor poled,zookeeper,etcd --servers 3` on a
+// short setting: every flavor as separate processes on loopback, each written through
+// its own protocol by the same loop, closed and open loop; every window has writes and
+// sane quantiles, the table compares poled with each other flavor, and bench.json holds
+// a sample per window for every metric.
+func TestBenchFlavors(t *testing.T) {
+	for _, available := range []func() error{zookeeper.Available, etcd.Available} {
+		if err := available(); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("real ZooKeeper and etcd needed under CI: %v", err)
+			}
+			t.Skip(err)
 		}
-		t.Skip(err)
 	}
 	if testing.Short() {
 		t.Skip("starts two clusters; -short skips it")
@@ -30,7 +34,7 @@ func TestBenchBothFlavors(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			cfg := Config{Flavors: []string{backend.FlavorPoled, backend.FlavorZooKeeper}, Servers: []int{3}, Mode: mode,
+			cfg := Config{Flavors: []string{backend.FlavorPoled, backend.FlavorZooKeeper, etcd.Flavor}, Servers: []int{3}, Mode: mode,
 				Rate: 300, Clients: 8, Warmup: 500 * time.Millisecond, Duration: 1500 * time.Millisecond, Repetitions: 2}
 			res, err := Run(ctx, cfg)
 			if err != nil {
@@ -39,7 +43,7 @@ func TestBenchBothFlavors(t *testing.T) {
 			s := Setting{Servers: 3}
 			for _, f := range cfg.Flavors {
 				ws := res.Runs[s][f]
-				if len(ws) != 2 {
+				if len(ws) != cfg.Repetitions {
 					t.Fatalf("%s: %d windows, want 2", f, len(ws))
 				}
 				for _, w := range ws {
@@ -57,20 +61,24 @@ func TestBenchBothFlavors(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Log("\n" + b.String())
-			if !strings.Contains(b.String(), "poled/zookeeper") || !strings.Contains(b.String(), "p=") {
-				t.Errorf("no comparison row in the table:\n%s", b.String())
+			for _, row := range []string{"poled/zookeeper", "poled/etcd"} {
+				if !strings.Contains(b.String(), row) || !strings.Contains(b.String(), "p=") {
+					t.Errorf("no comparison row %s in the table:\n%s", row, b.String())
+				}
 			}
 			// The rate is the open loop's; a closed loop given one does not claim it.
 			if got := strings.Contains(b.String(), "at 300 writes/s in all"); got != (mode == Open) {
 				t.Errorf("%s loop: the table's note mentions the rate: %v\n%s", mode, got, b.String())
 			}
 			f := res.Bench(benchdata.Env{})
-			if len(f.Metrics) != 2*len(metrics) {
-				t.Fatalf("%d metrics in bench.json, want %d", len(f.Metrics), 2*len(metrics))
+			if len(f.Metrics) != len(cfg.Flavors)*len(metrics) {
+				t.Fatalf("%d metrics in bench.json, want %d", len(f.Metrics), len(cfg.Flavors)*len(metrics))
 			}
-			name := "bench-" + mode + "-3srv-fsync-off/zookeeper.writes_per_s"
-			if m, ok := f.Metric(name); !ok || len(m.Samples) != 2 || m.Better != benchdata.Higher {
-				t.Errorf("bench.json %s: %+v, %v", name, m, ok)
+			for _, fl := range cfg.Flavors {
+				name := "bench-" + mode + "-3srv-fsync-off/" + fl + ".writes_per_s"
+				if m, ok := f.Metric(name); !ok || len(m.Samples) != cfg.Repetitions || m.Better != benchdata.Higher {
+					t.Errorf("bench.json %s: %+v, %v", name, m, ok)
+				}
 			}
 		})
 	}
@@ -81,7 +89,7 @@ func TestConfigCheck(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{Flavors: []string{"raft"}}, `--flavor: unknown flavor "raft"`},
+		{Config{Flavors: []string{"raft"}}, `--flavor: unknown flavor "raft" (known: poled, etcd, zookeeper)`},
 		{Config{Servers: []int{0}}, "--servers: 0 servers"},
 		{Config{Mode: "half"}, `--mode: unknown mode "half"`},
 		{Config{Mode: Open}, "--rate: the open loop needs"},

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
+
 	"strings"
 	"text/tabwriter"
 
@@ -46,17 +46,13 @@ func trending(runs map[string][]Window, flavors []string) string {
 	return ""
 }
 
+// flavors are the flavors measured in setting s, in the order given.
 func (r *Result) flavors(s Setting) []string {
-	var out []string
-	for f := range r.Runs[s] {
-		out = append(out, f)
-	}
-	sort.Strings(out) // poled before zookeeper
-	return out
+	return slices.DeleteFunc(slices.Clone(r.Flavors), func(f string) bool { return r.Runs[s][f] == nil })
 }
 
-// WriteTable prints the medians over the windows per setting and flavor, and, with two
-// flavors, the ratio of the first to the second and the Mann-Whitney p-value of each
+// WriteTable prints the medians over the windows per setting and flavor, and the
+// ratio of the first flavor to each other one with the Mann-Whitney p-value of each
 // metric.
 func (r *Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -71,12 +67,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "\t%d\t\n", len(ws))
 		}
-		if len(fl) == 2 {
-			a, b := r.Runs[s][fl[0]], r.Runs[s][fl[1]]
-			fmt.Fprintf(tw, "%v\t%s/%s", s, fl[0], fl[1])
+		for _, other := range fl[min(1, len(fl)):] {
+			a, b := r.Runs[s][fl[0]], r.Runs[s][other]
+			fmt.Fprintf(tw, "%v\t%s/%s", s, fl[0], other)
 			// A flavor whose throughput still rises or falls over its windows is not at
 			// its steady state: a ratio of it would say how far its warm-up had got.
-			if f := trending(r.Runs[s], fl); f != "" {
+			if f := trending(r.Runs[s], []string{fl[0], other}); f != "" {
 				fmt.Fprintf(tw, "\t%s still warming up (its writes/s trend over the windows): no ratio\t\t\t\t\t\n", f)
 				continue
 			}
@@ -89,7 +85,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%s loop, %d clients%s, %d-byte setData, %v windows; medians over the windows; a ratio is the first flavor's median over the second's, p the two-sided Mann-Whitney U test of their windows\n",
+	_, err := fmt.Fprintf(w, "%s loop, %d clients%s, %d-byte writes, %v windows; medians over the windows; a ratio is the first flavor's median over another's, p the two-sided Mann-Whitney U test of their windows\n",
 		r.Mode, r.Clients, rateNote(r.Rate), r.Payload, r.Duration)
 	return err
 }

@@ -17,10 +17,11 @@ func TestWriteTrends(t *testing.T) {
 		return out
 	}
 	s, short := Setting{Servers: 3}, Setting{Servers: 3, Fsync: true}
-	r := &Result{Mode: Closed, Duration: 10 * time.Second, Order: []Setting{s, short}, Runs: map[Setting]map[string][]Window{
-		s:     {"poled": ws(21000, 21500, 20900, 21300, 21100), "zookeeper": ws(9000, 10000, 11000, 12000, 13000)},
-		short: {"poled": ws(10000, 10100, 10200), "zookeeper": ws(9000)},
-	}}
+	r := &Result{Mode: Closed, Duration: 10 * time.Second, Flavors: []string{"poled", "zookeeper", "etcd"}, Order: []Setting{s, short},
+		Runs: map[Setting]map[string][]Window{
+			s:     {"poled": ws(21000, 21500, 20900, 21300, 21100), "zookeeper": ws(9000, 10000, 11000, 12000, 13000), "etcd": ws(3000, 3100, 2900, 3050, 2950)},
+			short: {"poled": ws(10000, 10100, 10200), "zookeeper": ws(9000)},
+		}}
 	var b strings.Builder
 	if err := r.WriteTrends(&b); err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestWriteTrends(t *testing.T) {
 		}
 	}
 	// The table gives no ratio where a flavor is still warming up, and one where both
-	// are steady.
+	// are steady: the first flavor over each other one measured in the setting.
 	b.Reset()
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
@@ -47,6 +48,10 @@ func TestWriteTrends(t *testing.T) {
 	}
 	if !strings.Contains(table, "3 servers, fsync on poled/zookeeper ") || strings.Contains(table, "fsync on poled/zookeeper zookeeper still") {
 		t.Errorf("the steady setting lacks its ratio row:\n%s", b.String())
+	}
+	if !strings.Contains(table, "3 servers, fsync off poled/etcd 7.03x p=0.008") || strings.Contains(table, "fsync on poled/etcd") ||
+		strings.Contains(table, "zookeeper/etcd") {
+		t.Errorf("the table's poled/etcd ratio is not where etcd was measured, or compares others:\n%s", b.String())
 	}
 }
 

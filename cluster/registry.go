@@ -88,6 +88,9 @@ type Flavor struct {
 	// Check, if set, says whether this machine can run the flavor at all (on any of
 	// its backends, whose own Check is asked too).
 	Check CheckFunc
+	// Version, if set, says which build of the flavor's server this machine has and
+	// where (polebench doctor prints it), or why it has none.
+	Version func(ctx context.Context) (string, error)
 }
 
 // Register adds backend b to the registry (package backend's, which holds b itself
@@ -237,6 +240,17 @@ func Check(ctx context.Context, name, flavor string) error {
 		return b.Check(ctx)
 	}
 	return nil
+}
+
+// Installed is Version of flavor's registration: ok is false for a flavor that
+// registered none (poled is this build).
+func Installed(ctx context.Context, flavor string) (version string, ok bool, err error) {
+	f, _ := flavorOf(flavor)
+	if f.Version == nil {
+		return "", false, nil
+	}
+	version, err = f.Version(ctx)
+	return version, true, err
 }
 
 // Prepare readies this machine to run the named backend ("" is local) for a while,

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/polebench/polebench/analysis"
+	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/cluster/backend"
 	"github.com/polebench/polebench/cluster/image"
 	"github.com/polebench/polebench/cluster/zookeeper"
@@ -374,6 +375,31 @@ func pomVersion(b []byte) string {
 		}
 	}
 	return ""
+}
+
+// Installed is the server of a flavor that says which build this machine has
+// (cluster.Installed: etcd's version and path), or why it has none.
+type Installed struct {
+	Flavor  string `json:"flavor"`
+	Version string `json:"version,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+func installed(ctx context.Context) []Installed {
+	var out []Installed
+	for _, f := range backend.Flavors() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		v, ok, err := cluster.Installed(cctx, f)
+		cancel()
+		switch {
+		case !ok:
+		case err != nil:
+			out = append(out, Installed{Flavor: f, Detail: err.Error()})
+		default:
+			out = append(out, Installed{Flavor: f, Version: v})
+		}
+	}
+	return out
 }
 
 // Backend is whether a backend runs a flavor here (cluster.Check), and if not why.

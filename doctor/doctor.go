@@ -2,7 +2,7 @@
 // its cores and clock source, how late a 1 ms sleep wakes while the harness idles,
 // the loopback TCP round trip (the floor under every emulated link), whether the
 // kernel runs netem, whether Docker and a swarm answer, whether Java and ZooKeeper
-// are installed, and then a short calibration: two-dc without a crash on the local
+// are installed, which build of each other flavor's server (etcd) is, and then a short calibration: two-dc without a crash on the local
 // backend, beside the simulator, at 1x, 2x and 4x the spec's rate until the hiccup
 // meter's verdict is no longer trusted. What it cannot check (no Docker, no Java, not
 // root, out of time) it says, and goes on: only a bug of its own is an error.
@@ -141,6 +141,7 @@ type Report struct {
 	Netem       Netem        `json:"kernel_netem"`
 	Docker      Docker       `json:"docker"`
 	Java        Java         `json:"java"`
+	Flavors     []Installed  `json:"flavors,omitempty"`
 	Backends    []Backend    `json:"backends"`
 	Calibration *Calibration `json:"calibration,omitempty"`
 	Emulates    []Emulation  `json:"emulates,omitempty"`
@@ -206,6 +207,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		r.Java = javaCheck(ctx)
 		if !r.Java.Ready {
 			r.couldNot("java/ZooKeeper: %s", r.Java.Detail)
+		}
+	}
+	if !interrupted("flavors") {
+		note("the flavors' servers")
+		r.Flavors = installed(ctx)
+		for _, f := range r.Flavors {
+			if f.Detail != "" {
+				r.couldNot("%s: %s", f.Flavor, f.Detail)
+			}
 		}
 	}
 	if !interrupted("backends") {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,6 +168,7 @@ func sample() *Report {
 		Netem:    Netem{Status: No, Detail: "kernel lacks sch_netem"},
 		Docker:   Docker{Reachable: true, Host: "unix:///var/run/docker.sock", Version: "28.5.2", Swarm: "inactive"},
 		Java:     Java{ZooKeeperJar: "/usr/share/java/zookeeper.jar", Detail: "flavor zookeeper: java not found"},
+		Flavors:  []Installed{{Flavor: "etcd", Version: "3.4.23 at /usr/bin/etcd"}},
 		Backends: []Backend{{Target: "local/poled", Runs: true}, {Target: "local/zookeeper", Why: "flavor zookeeper: java not found"}},
 		Calibration: &Calibration{Spec: "two-dc", DurationS: 10, WarmupS: 2, BaseRate: 1000, ZooKeeperWarmUpS: 10, Points: []Point{
 			{Target: "sim", Multiple: 1, Rate: 1000, DCs: []DC{{Name: "D1", MeanMS: 21.5, P99MS: 22.4, ModelMS: ptr(20.9)}, {Name: "D2", MeanMS: 0.8, P99MS: 0.9, ModelMS: ptr(0.2)}}},
@@ -200,6 +202,7 @@ func TestRender(t *testing.T) {
 		"docker       engine 28.5.2 at unix:///var/run/docker.sock\n",
 		"swarm        inactive (docker swarm init makes one)\n",
 		"java         could not check: flavor zookeeper: java not found\n",
+		"etcd         3.4.23 at /usr/bin/etcd\n",
 		"backends     run here: local/poled\n",
 		"             not local/zookeeper: flavor zookeeper: java not found\n",
 		"local/poled      1000 (1x)     D1      22.3     25.1     21.5     20.9      +0.8  trusted: the host moved mean 0.05 ms (D2 of 1.20), p99 0.80 ms (D2 of 3.10); longest stall 6.3 ms; send lag p99 1.1 ms\n",
@@ -258,7 +261,7 @@ func TestInterruptedBeforeStart(t *testing.T) {
 }
 
 // TestWithoutDockerAndJava runs the command as the CLI does on a host where the Docker
-// client finds no engine and PATH no java, with a short calibration on the local
+// client finds no engine and PATH no java (nor etcd), with a short calibration on the local
 // backend: it must succeed (exit 0) and say what it could not check. It judges the
 // code, never the host: no latency is compared with anything.
 func TestWithoutDockerAndJava(t *testing.T) {
@@ -286,7 +289,10 @@ func TestWithoutDockerAndJava(t *testing.T) {
 		"docker       could not check: docker engine unreachable at unix:///nonexistent",
 		"swarm        could not check: no Docker engine to ask",
 		"java         could not check: flavor zookeeper: java not found",
+		"etcd         could not check: flavor etcd: no etcd binary on PATH: install the Debian package etcd-server",
 		"not docker/poled: no Docker engine answers",
+		"not local/etcd: flavor etcd: no etcd binary on PATH",
+		"could not check: etcd: flavor etcd: no etcd binary on PATH",
 		"not local/zookeeper: flavor zookeeper: java not found",
 		"could not check: docker: docker engine unreachable at unix:///nonexistent",
 		"could not check: swarm: no Docker engine to ask",
@@ -388,5 +394,31 @@ func TestFlags(t *testing.T) {
 		if err := fs.Parse(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// TestInstalled: the flavors that register a Version are each a line, etcd's with the
+// version of the binary on PATH and its path; none found is why, not an empty line.
+func TestInstalled(t *testing.T) {
+	byFlavor := func() map[string]Installed {
+		out := map[string]Installed{}
+		for _, f := range installed(context.Background()) {
+			out[f.Flavor] = f
+		}
+		return out
+	}
+	if _, err := exec.LookPath("etcd"); err == nil {
+		if e := byFlavor()["etcd"]; !strings.HasPrefix(e.Version, "3.") || !strings.Contains(e.Version, " at /") || e.Detail != "" {
+			t.Errorf("etcd on PATH: %+v", e)
+		}
+	} else if os.Getenv("CI") != "" {
+		t.Fatalf("etcd needed under CI: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if e := byFlavor()["etcd"]; e.Version != "" || !strings.Contains(e.Detail, "no etcd binary on PATH") {
+		t.Errorf("no etcd on PATH: %+v", e)
+	}
+	if _, listed := byFlavor()["poled"]; listed {
+		t.Error("poled, this build, has a version line")
 	}
 }

@@ -73,6 +73,9 @@ func Render(w io.Writer, r *Report) error {
 	p("%-13s%s", "docker", dockerLine(r.Docker))
 	p("%-13s%s", "swarm", swarmLine(r.Docker))
 	p("%-13s%s", "java", javaLine(r.Java))
+	for _, f := range r.Flavors {
+		p("%-13s%s", f.Flavor, cmp.Or(f.Version, Unchecked+": "+f.Detail))
+	}
 	if len(r.Backends) > 0 {
 		var yes []string
 		for _, be := range r.Backends {

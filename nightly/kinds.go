@@ -27,8 +27,8 @@ const (
 	// is the spec's overrides, as `polebench run` takes them without the dashes.
 	KindRun = "run"
 	// KindBench is the write benchmark of `polebench bench` (package bench): poled
-	// against Apache ZooKeeper on loopback; its set is that command's flags without
-	// the dashes, plus zookeeper-warmup.
+	// against other flavors on loopback; its set is that command's flags without the
+	// dashes, plus zookeeper-warmup.
 	KindBench = "bench"
 )
 
@@ -81,9 +81,11 @@ var kinds = map[string]kind{
 		where: func(e Entry) string {
 			return "loopback " + strings.Join(e.Load.Flavors, " vs ")
 		},
-		check: func(_ context.Context, e Entry) error {
-			if slices.Contains(e.Load.Flavors, backend.FlavorZooKeeper) {
-				return zookeeper.Available()
+		check: func(ctx context.Context, e Entry) error {
+			for _, f := range e.Load.Flavors {
+				if err := cluster.Check(ctx, backend.Local, f); err != nil {
+					return err
+				}
 			}
 			return nil
 		},
@@ -219,8 +221,8 @@ var benchSettings = map[string]func(c *bench.Config, v string) error{
 }
 
 func applyBench(e *Entry, sets []spec.Setting) (int, error) {
-	// The flavors default to both, as `polebench bench`'s do; the rest as package bench's.
-	c := bench.Config{Flavors: []string{backend.FlavorPoled, backend.FlavorZooKeeper}}
+	// The defaults are package bench's, as `polebench bench`'s are.
+	var c bench.Config
 	for i, st := range sets {
 		set, ok := benchSettings[st.Name]
 		if !ok {

@@ -637,10 +637,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return w.Run(ctx)
 }
 
-// Driver is a run of the workload through one flavor's client protocol: what the
-// harness drives. *Workload is the ZooKeeper protocol's (poled and ZooKeeper); a flavor
-// with another protocol registers its own (RegisterDriver). ServerDown, ServerUp and
-// Progress may be called from any goroutine while RunFrom runs.
+// Driver is a run of the workload through one flavor's client protocol (a *Workload
+// over ProtocolOf(flavor)): what the harness drives. ServerDown, ServerUp and Progress
+// may be called from any goroutine while RunFrom runs.
 type Driver interface {
 	Prepare(ctx context.Context) error
 	RunFrom(ctx context.Context, start time.Time) (*Result, error)
@@ -660,35 +659,39 @@ func (w *Workload) Verify(ctx context.Context, recs []Record) (*Verification, er
 	return w.proto.Verify(ctx, w.VerifyConfig(), recs)
 }
 
-var drivers struct {
+var protocols struct {
 	sync.Mutex
-	open map[string]func(Config) (Driver, error)
+	of map[string]Protocol
 }
 
-// RegisterDriver makes Open use open for flavor, from the init of the flavor's
-// package. It panics on a flavor registered twice.
-func RegisterDriver(flavor string, open func(Config) (Driver, error)) {
-	drivers.Lock()
-	defer drivers.Unlock()
-	if _, dup := drivers.open[flavor]; dup {
-		panic(fmt.Sprintf("workload: driver of flavor %q registered twice", flavor))
+// RegisterProtocol makes Open and ProtocolOf use proto for flavor, from the init of
+// the flavor's package. It panics on a flavor registered twice.
+func RegisterProtocol(flavor string, proto Protocol) {
+	protocols.Lock()
+	defer protocols.Unlock()
+	if _, dup := protocols.of[flavor]; dup {
+		panic(fmt.Sprintf("workload: protocol of flavor %q registered twice", flavor))
 	}
-	if drivers.open == nil {
-		drivers.open = map[string]func(Config) (Driver, error){}
+	if protocols.of == nil {
+		protocols.of = map[string]Protocol{}
 	}
-	drivers.open[flavor] = open
+	protocols.of[flavor] = proto
 }
 
-// Open builds the workload for flavor's servers: its registered driver, else the
-// ZooKeeper protocol's (New).
+// ProtocolOf is the client protocol of flavor's servers: its registered one, else
+// ZooKeeper's (poled and ZooKeeper).
+func ProtocolOf(flavor string) Protocol {
+	protocols.Lock()
+	defer protocols.Unlock()
+	if p, ok := protocols.of[flavor]; ok {
+		return p
+	}
+	return ZooKeeper
+}
+
+// Open builds the workload for flavor's servers, over its protocol (ProtocolOf).
 func Open(flavor string, cfg Config) (Driver, error) {
-	drivers.Lock()
-	open := drivers.open[flavor]
-	drivers.Unlock()
-	if open != nil {
-		return open(cfg)
-	}
-	w, err := New(cfg)
+	w, err := NewWith(cfg, ProtocolOf(flavor))
 	if err != nil {
 		return nil, err // not a nil *Workload in a non-nil Driver
 	}

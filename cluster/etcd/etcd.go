@@ -58,8 +58,9 @@ func init() {
 		Rule:     "Raft: any survivor whose log a majority would vote for; whichever's randomized election timeout fires first",
 		Down:     func(_ context.Context, label string) ([]string, error) { return Down(label) },
 		Check:    func(context.Context) error { return Available() },
+		Version:  func(context.Context) (string, error) { return Version() },
 	})
-	workload.RegisterDriver(Flavor, func(cfg workload.Config) (workload.Driver, error) { return etcdclient.New(cfg) })
+	workload.RegisterProtocol(Flavor, etcdclient.Protocol)
 }
 
 func as(start func(context.Context, cluster.Options) (*Cluster, error)) cluster.Constructor {
@@ -74,18 +75,26 @@ func as(start func(context.Context, cluster.Options) (*Cluster, error)) cluster.
 
 // Available returns nil if etcd can run here, else why not.
 func Available() error {
+	_, err := Version()
+	return err
+}
+
+// Version is the etcd on PATH, its version and where ("3.4.23 at /usr/bin/etcd"), or
+// why none can run here.
+func Version() (string, error) {
 	path, err := exec.LookPath(Binary)
 	if err != nil {
-		return errors.New("flavor etcd: no etcd binary on PATH: install the Debian package etcd-server (make deps does)")
+		return "", errors.New("flavor etcd: no etcd binary on PATH: install the Debian package etcd-server (make deps does)")
 	}
 	out, err := exec.Command(path, "--version").Output()
 	if err != nil {
-		return fmt.Errorf("flavor etcd: %s --version: %w", path, err)
+		return "", fmt.Errorf("flavor etcd: %s --version: %w", path, err)
 	}
-	if !strings.Contains(string(out), "etcd Version: 3.") {
-		return fmt.Errorf("flavor etcd: %s is not etcd 3.x: %q", path, firstLine(string(out)))
+	v, ok := strings.CutPrefix(firstLine(string(out)), "etcd Version: ")
+	if !ok || !strings.HasPrefix(v, "3.") {
+		return "", fmt.Errorf("flavor etcd: %s is not etcd 3.x: %q", path, firstLine(string(out)))
 	}
-	return nil
+	return v + " at " + path, nil
 }
 
 func firstLine(s string) string {

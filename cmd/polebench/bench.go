@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/polebench/polebench/bench"
@@ -14,17 +15,18 @@ import (
 	"github.com/polebench/polebench/progress"
 )
 
-const benchSummary = "Write benchmark on loopback: poled and/or Apache ZooKeeper as separate processes, 1 kB setData from N clients, closed or open loop; writes/s and p50/p99/p999 (HDR), a comparison with ratios and Mann-Whitney p-values, bench.json"
+const benchSummary = "Write benchmark on loopback: poled, Apache ZooKeeper and/or etcd as separate processes, 1 kB writes from N clients of each one's protocol, closed or open loop; writes/s and p50/p99/p999 (HDR), a comparison with ratios and Mann-Whitney p-values, bench.json"
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "[--flavor poled,zookeeper] [--servers 3,5] [--fsync off,on] [flags]", benchSummary, stderr)
-	flavors := fs.String("flavor", "poled,zookeeper", "flavors, comma-separated: poled, zookeeper")
+	fs := newFlags("bench", "[--flavor poled,zookeeper,etcd] [--servers 3,5] [--fsync off,on] [flags]", benchSummary, stderr)
+	flavors := fs.String("flavor", strings.Join(bench.DefaultFlavors(), ","),
+		"flavors, comma-separated, the first compared with each other: "+strings.Join(bench.Flavors(), ", "))
 	servers := fs.String("servers", "3", "ensemble sizes, comma-separated")
 	fsync := fs.String("fsync", "off", "fsync of the log before acknowledging: off, on, or off,on")
 	mode := fs.String("mode", bench.Closed, "closed (each client writes when answered) or open (--rate in all, latency from the intended time)")
 	rate := fs.Float64("rate", 0, "open loop: total writes/s")
 	clients := fs.Int("clients", 32, "client sessions, round-robin over the servers")
-	payload := fs.Int("payload", 1024, "bytes per setData")
+	payload := fs.Int("payload", 1024, "bytes per write")
 	warmup := fs.Duration("warmup", 0, "load before the first window, per cluster (default 10s)")
 	duration := fs.Duration("duration", 0, "length of one measurement window (default 15s)")
 	reps := fs.Int("repetitions", 3, "windows per flavor and setting; the flavors' windows alternate")

@@ -38,7 +38,7 @@ func commands() []command {
 		{"cluster", "up SPEC | down [LABEL]", "start a spec's cluster until interrupted; clean up leftovers", runCluster},
 		{"netem", "probe | apply SPEC | show | clear", "kernel netem: probe this kernel; apply, show, clear a netns cluster's links", runNetem},
 		{"place", placeArgs, "run a placement controller beside an etcd cluster: POLE's oracles move its leader", runPlace},
-		{"bench", "[--flavor poled,zookeeper] [--servers 3,5] [--fsync off,on]", "write benchmark of poled and/or ZooKeeper on loopback; table and bench.json", runBench},
+		{"bench", "[--flavor poled,zookeeper,etcd] [--servers 3,5] [--fsync off,on]", "write benchmark of poled, ZooKeeper and/or etcd on loopback, each through its own client; poled beside each other flavor, table and bench.json", runBench},
 		{"nightly", "[--suite FILE] [--out DIR] [--quick] [--set NAME=VALUE]", "run the nightly benchmark suite; bench.json with fidelity verdicts", runNightly},
 		{"compare", "[--trusted-only] OLD NEW | --history F NEW", "compare two nights' metrics (Mann-Whitney U); exit 1 on a regression", runCompare},
 		{"history", "add DIR | plot", "append a night to the history file; plot each metric over the nights", runHistory},

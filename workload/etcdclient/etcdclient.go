@@ -23,8 +23,9 @@ import (
 	"github.com/polebench/polebench/workload/client"
 )
 
-// New checks cfg (workload.Config's defaults apply) and builds the workload; no I/O.
-func New(cfg workload.Config) (*workload.Workload, error) { return workload.NewWith(cfg, protocol{}) }
+// Protocol is etcd's client protocol under the workload's loop (workload.NewWith) and
+// the write benchmark's (package bench).
+var Protocol workload.Protocol = protocol{}
 
 type protocol struct{}
 
