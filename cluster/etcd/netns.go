@@ -73,10 +73,13 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 		if c.links, err = newLinks(c, opts.Plan, n.HostAddr().String(), senderByAddr(n.Addrs)); err != nil {
 			return nil, err
 		}
+		c.cuts = &c.links.proxies
 	case cluster.LinksKernel:
-		if err := n.ApplyPlan(ctx, ids, opts.Plan); err != nil {
+		k, err := n.ApplyPlan(ctx, ids, opts.Plan)
+		if err != nil {
 			return nil, err
 		}
+		c.cuts = k
 	}
 	return c, c.start(ctx, opts.InitialLeader)
 }
