@@ -26,7 +26,9 @@ func through(t *testing.T, s *Set, from, to int) conn {
 		t.Fatal(err)
 	}
 	line := func(a, b int) func() (*netem.DelayLine, error) {
-		return func() (*netem.DelayLine, error) { return netem.NewDelayLine(netem.Link{From: a, To: b, Delay: time.Millisecond, Dist: netem.DistPareto}, 0, 1) }
+		return func() (*netem.DelayLine, error) {
+			return netem.NewDelayLine(netem.Link{From: a, To: b, Delay: time.Millisecond, Dist: netem.DistPareto}, 0, 1)
+		}
 	}
 	p := netem.NewProxy(ln, netem.ProxyConfig{Target: target.Addr().String(), Out: line(from, to), Back: line(to, from)})
 	s.Add(from, to, p)
