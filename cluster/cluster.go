@@ -104,9 +104,9 @@ type LinkCutter interface {
 	CutLinks(ctx context.Context, pairs [][2]int, oneWay, cut bool) error
 }
 
-// Applier is a cluster whose servers report no poled status (etcd): it says itself
-// whether server id serves and how far it has applied, as a string equal on two
-// servers that applied the same (what runner.Converge compares).
+// Applier is a cluster whose servers report no poled status (etcd, ZooKeeper): it
+// says itself whether server id serves and how far it has applied, as a string equal
+// on two servers that applied the same (what runner.Converge compares).
 type Applier interface {
 	Applied(ctx context.Context, id int) (serving bool, applied string, err error)
 }

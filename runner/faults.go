@@ -196,7 +196,7 @@ const leaderWait = 2 * time.Second
 // Leader is the live server that serves as leader in the highest epoch, 0 if none;
 // where the servers have no admin port, the one leader their cluster reports.
 func (t *target) Leader(ctx context.Context) (int, error) {
-	if s := t.Servers(); len(s) > 0 && s[0].Admin == "" {
+	if !admin(t.Cluster) {
 		ctx, cancel := context.WithTimeout(ctx, leaderWait)
 		defer cancel()
 		return cluster.WaitLeaderOf(ctx, t.Cluster)
@@ -222,6 +222,13 @@ func (t *target) Leader(ctx context.Context) (int, error) {
 	return best, nil
 }
 
+// admin says whether cl's servers have admin ports (poled's), through which they cut
+// their own links and report their status.
+func admin(cl cluster.Cluster) bool {
+	s := cl.Servers()
+	return len(s) > 0 && s[0].Admin != ""
+}
+
 // reaches says why a real executor cannot reach on cl what its backend and flavor
 // declare they carry (a registration that claims more than its cluster does), nil if
 // it can: pause through the cluster or its pids, the disk faults that cut a log
@@ -234,7 +241,6 @@ func reaches(name, flavor string, cl cluster.Cluster) error {
 	_, dirs := cl.(cluster.DataDirs)
 	_, sched := cl.(cluster.LinkSchedules)
 	_, cutter := cl.(cluster.LinkCutter)
-	admin := len(cl.Servers()) > 0 && cl.Servers()[0].Admin != ""
 	cuts := c.Plays(nemesis.Partition) || c.Plays(nemesis.Isolate) || c.Plays(nemesis.IsolateLeader) || c.Plays(nemesis.OneWay)
 	for _, lack := range []struct {
 		carried, reached bool
@@ -243,7 +249,7 @@ func reaches(name, flavor string, cl cluster.Cluster) error {
 		{c.Plays(nemesis.Pause), pauser || pids, "pause (cluster.Pauser or Pids)"},
 		{c.Plays(nemesis.LoseUnsynced) || c.Plays(nemesis.TornTail), dirs, "lose-unsynced and torn-tail (cluster.DataDirs)"},
 		{c.Links.Schedules, sched, "link schedules (cluster.LinkSchedules)"},
-		{cuts, admin || cutter, "partitions and one-way cuts (admin ports or cluster.LinkCutter)"},
+		{cuts, admin(cl) || cutter, "partitions and one-way cuts (admin ports or cluster.LinkCutter)"},
 	} {
 		if lack.carried && !lack.reached {
 			return fmt.Errorf("the %s backend with flavor %s declares %s, which its cluster lacks", name, flavor, lack.what)

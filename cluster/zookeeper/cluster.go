@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,6 +108,7 @@ var (
 	_ cluster.Timelines  = (*Cluster)(nil)
 	_ cluster.RTTMeter   = (*Cluster)(nil)
 	_ cluster.LinkCutter = (*Cluster)(nil)
+	_ cluster.Applier    = (*Cluster)(nil)
 )
 
 const startTimeout = 60 * time.Second // a JVM on a busy small machine takes seconds
@@ -230,6 +232,26 @@ func (z *Cluster) Restart(ctx context.Context, id int) error {
 		return err
 	}
 	return z.procs.WaitListening(ctx, id, startTimeout, z.e.addrs[id].client())
+}
+
+// Applied says whether server id serves (srvr answers with a Mode: it has a leader
+// and is in sync) and its data tree's last zxid (srvr's Zxid line, equal on two
+// servers that applied the same): what a check's convergence compares, since
+// ZooKeeper reports no poled status.
+func (z *Cluster) Applied(ctx context.Context, id int) (bool, string, error) {
+	a, ok := z.e.addrs[id]
+	if !ok {
+		return false, "", fmt.Errorf("zookeeper: no server p%d", id)
+	}
+	out, err := fourLetter(ctx, a.client(), "srvr")
+	if err != nil {
+		return false, "", fmt.Errorf("p%d: srvr: %w", id, err)
+	}
+	m := zxidRe.FindStringSubmatch(out)
+	if m == nil {
+		return false, "", fmt.Errorf("p%d: srvr answered without a Zxid line: %.120q", id, out)
+	}
+	return strings.Contains(out, "Mode: "), "0x" + m[1], nil
 }
 
 // Timeline is server id's timeline so far, read off its log (see events.go).
