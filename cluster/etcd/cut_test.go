@@ -31,8 +31,9 @@ faults:
   - {at: 18s, heal: true}
 `
 
-// TestEtcdCuts plays the cuts on a real etcd cluster on the local backend, its peer
-// traffic through the user-space links the harness cuts (etcd cannot cut itself):
+// TestEtcdCuts plays the cuts on a real etcd cluster on the local backend and on
+// netns, its peer traffic through the links the harness cuts (etcd cannot cut
+// itself: user-space proxies, or on netns the kernel's netem where the probe passes):
 //   - the leader cut off: a member of the majority side leads while it lasts, and no
 //     write sent through p5 is acknowledged while p5 is cut off (no quorum: cuttest);
 //   - p1-p4's messages to p5 cut, p5's to them not: p5, a follower, hears no leader
@@ -51,7 +52,23 @@ func TestEtcdCuts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 24 s experiment; -short skips it")
 	}
-	r := cuttest.Cuts(t, "cuts.yaml", cuts, progress.NewPlain(clustertest.Writer{T: t}))
+	for _, b := range []string{"local", "netns"} {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			if b == "netns" && os.Geteuid() != 0 {
+				if os.Getenv("CI") != "" {
+					t.Fatal("the netns backend needs root, and CI runs as root")
+				}
+				t.Skip("needs root")
+			}
+			etcdCuts(t, cuttest.Cuts(t, "cuts.yaml", cuts+"backend: "+b+"\n", progress.NewPlain(clustertest.Writer{T: t})))
+		})
+	}
+}
+
+// etcdCuts checks what is etcd's own in TestEtcdCuts: whom the isolation cut off, and
+// the one-way cut's campaign.
+func etcdCuts(t *testing.T, r cuttest.Run) {
 	if r.Faults[0].Server != 5 {
 		t.Fatalf("isolate-leader cut p%d off, want p5 (the initial leader)", r.Faults[0].Server)
 	}
