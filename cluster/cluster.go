@@ -96,9 +96,18 @@ type Pauser interface {
 	Resume(ctx context.Context, id int) error
 }
 
-// Applier is a cluster whose servers report no poled status (etcd): it says itself
-// whether server id serves and how far it has applied, as a string equal on two
-// servers that applied the same (what runner.Converge compares).
+// LinkCutter is a cluster that cuts the links between its servers itself, on what
+// carries their traffic (the kernel's netem, its user-space proxies): beside the
+// replicas' own cut (poled's admin port), or instead of it where a server has none
+// (Server.Admin empty: ZooKeeper, etcd). Each pair is (a, b): oneWay drops only what
+// a sends to b, else both ways; !cut restores.
+type LinkCutter interface {
+	CutLinks(ctx context.Context, pairs [][2]int, oneWay, cut bool) error
+}
+
+// Applier is a cluster whose servers report no poled status (etcd, ZooKeeper): it
+// says itself whether server id serves and how far it has applied, as a string equal
+// on two servers that applied the same (what runner.Converge compares).
 type Applier interface {
 	Applied(ctx context.Context, id int) (serving bool, applied string, err error)
 }

@@ -266,9 +266,19 @@ func WritePlan(path string, p Plan) error {
 // its own class since loss is part of what makes links share one). Healing is
 // applying the plan without the cut.
 func (p Plan) Cut(pairs [][2]int) Plan {
+	var both [][2]int
+	for _, pr := range pairs {
+		both = append(both, pr, [2]int{pr[1], pr[0]})
+	}
+	return p.CutOneWay(both)
+}
+
+// CutOneWay is Cut in one direction: each pair's link from its first server to its
+// second drops every packet, the other way stays as it was.
+func (p Plan) CutOneWay(pairs [][2]int) Plan {
 	cut := map[[2]int]bool{}
 	for _, pr := range pairs {
-		cut[pr], cut[[2]int{pr[1], pr[0]}] = true, true
+		cut[pr] = true
 	}
 	cutLink := func(l *Link) {
 		if cut[[2]int{l.From, l.To}] {

@@ -150,6 +150,12 @@ func TestPlanCut(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// One way: only p1->p3 drops.
+	for _, l := range p.CutOneWay([][2]int{{1, 3}}).Links {
+		if want := map[bool]float64{true: 100, false: 0}[l.From == 1 && l.To == 3]; l.LossPct != want {
+			t.Errorf("one way: p%d->p%d loss %v%%; want %v", l.From, l.To, l.LossPct, want)
+		}
+	}
 	// p1's tree gets the cut peer in a class of its own, dropping everything.
 	addrs := map[int]netip.Addr{}
 	for id := 1; id <= 5; id++ {

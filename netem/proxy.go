@@ -22,7 +22,8 @@ import (
 //
 // It also measures what it applied: the realized one-way delay of small chunks
 // (heartbeat-sized, at most SmallChunk bytes), from reading a chunk to having written
-// it, timer lateness included.
+// it, timer lateness included. Either direction can be cut (Cut): its bytes are held,
+// as a partition drops TCP's packets and its retransmissions, until the heal.
 type Proxy struct {
 	ln     net.Listener
 	cfg    ProxyConfig
@@ -34,7 +35,22 @@ type Proxy struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 
-	out, back delayStat
+	out, back direction
+}
+
+// Direction is one way through a Proxy: Out what the accepted side sends to the
+// target, Back the answer.
+type Direction int
+
+const (
+	Out Direction = iota
+	Back
+)
+
+// direction is what a Proxy keeps per way: what it measured and whether it is cut.
+type direction struct {
+	stat delayStat
+	gate gate
 }
 
 // SmallChunk bounds the chunks whose delay a Proxy measures: heartbeats and
@@ -74,6 +90,56 @@ func (d *delayStat) mean() (time.Duration, int64) {
 	return time.Duration(d.sumNS.Load() / n), n
 }
 
+// gate holds a direction's bytes while it is cut. A cut on a real network drops the
+// packets and TCP sends them again after the heal, so the stream stalls rather than
+// breaks: nothing is lost (a stream cannot lose bytes from its middle), nothing is
+// reset, and the sender, whose bytes are no longer read, is pushed back as by a
+// window that never opens. What either end does about a stalled connection (a read
+// timeout, a redial) is its own.
+type gate struct {
+	mu     sync.Mutex
+	healed atomic.Pointer[chan struct{}] // non-nil while cut: closed at the heal
+}
+
+func (g *gate) set(cut bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.healed.Load()
+	switch {
+	case cut && h == nil:
+		ch := make(chan struct{})
+		g.healed.Store(&ch)
+	case !cut && h != nil:
+		g.healed.Store(nil)
+		close(*h)
+	}
+}
+
+// pass waits while the direction is cut: held says it had to, ok that ctx did not
+// end first.
+func (g *gate) pass(ctx context.Context) (held, ok bool) {
+	h := g.healed.Load()
+	if h == nil {
+		return false, true
+	}
+	select {
+	case <-*h:
+		return true, true
+	case <-ctx.Done():
+		return true, false
+	}
+}
+
+// Cut holds (cut) or lets flow again what the proxy carries in direction d, on every
+// connection it has and will accept.
+func (p *Proxy) Cut(d Direction, cut bool) {
+	if d == Out {
+		p.out.gate.set(cut)
+	} else {
+		p.back.gate.set(cut)
+	}
+}
+
 // NewProxy serves ln until Close.
 func NewProxy(ln net.Listener, cfg ProxyConfig) *Proxy {
 	p := &Proxy{ln: ln, cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
@@ -95,8 +161,8 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Measured returns the mean one-way delays of small chunks, out (toward Target) and
 // back, with the number of chunks each mean counts.
 func (p *Proxy) Measured() (out, back time.Duration, nOut, nBack int64) {
-	out, nOut = p.out.mean()
-	back, nBack = p.back.mean()
+	out, nOut = p.out.stat.mean()
+	back, nBack = p.back.stat.mean()
 	return
 }
 
@@ -223,20 +289,22 @@ func (p *Proxy) dial() (net.Conn, error) {
 }
 
 // chunk is bytes read at read (Now) that arrive at arrive; nil b is the stream's end.
+// held: a cut held it on the link (its delay is not the link's, and is not measured).
 type chunk struct {
 	read, arrive int64
 	b            []byte
+	held         bool
 }
 
 // pump carries src's bytes to dst through line. The reader holds a chunk until the
 // window lets it depart (so a slow link pushes back on the sender, as TCP does); the
 // writer holds it until it arrives.
-func (p *Proxy) pump(src, dst net.Conn, line *DelayLine, first []byte, stat *delayStat) {
+func (p *Proxy) pump(src, dst net.Conn, line *DelayLine, first []byte, dir *direction) {
 	q := make(chan chunk, 4096)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		p.deliver(q, src, dst, stat)
+		p.deliver(q, src, dst, dir)
 	}()
 	defer func() { <-writerDone }()
 	defer close(q)
@@ -249,6 +317,10 @@ func (p *Proxy) pump(src, dst net.Conn, line *DelayLine, first []byte, stat *del
 	stop := context.AfterFunc(p.ctx, w.Close)
 	defer stop()
 	send := func(b []byte) bool {
+		// Read but not sent while cut: it departs at the heal.
+		if _, ok := dir.gate.pass(p.ctx); !ok {
+			return false
+		}
 		now := Now()
 		depart, arrive := line.Schedule(time.Unix(0, now), len(b))
 		if err := w.SleepUntil(depart.UnixNano()); err != nil {
@@ -280,8 +352,10 @@ func (p *Proxy) pump(src, dst net.Conn, line *DelayLine, first []byte, stat *del
 }
 
 // deliver writes each chunk at its arrival; at the stream's end it half-closes dst.
-// If dst fails, src's reading side is shut so the reader stops too.
-func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, stat *delayStat) {
+// If dst fails, src's reading side is shut so the reader stops too. A chunk on the
+// link when its direction is cut is held too, and arrives no sooner than its delay
+// after the heal: what was in flight is sent again.
+func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, dir *direction) {
 	w, err := NewWaker()
 	if err != nil {
 		p.log.Error("proxy: no timer", "err", err)
@@ -297,7 +371,7 @@ func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, stat *delayStat) {
 		if failed {
 			continue
 		}
-		if err := w.SleepUntil(c.arrive); err != nil {
+		if !p.arrive(w, &c, &dir.gate) {
 			failed = true
 			continue
 		}
@@ -313,8 +387,8 @@ func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, stat *delayStat) {
 		// count after it, and a reader of Measured would miss the chunk.
 		now := Now()
 		p.cfg.Lateness.Record(time.Duration(now - max(c.arrive, free)))
-		if len(c.b) <= SmallChunk {
-			stat.add(now - c.read)
+		if len(c.b) <= SmallChunk && !c.held {
+			dir.stat.add(now - c.read)
 		}
 		_, err := dst.Write(c.b)
 		free = Now()
@@ -327,5 +401,24 @@ func (p *Proxy) deliver(q <-chan chunk, src, dst net.Conn, stat *delayStat) {
 			}
 			continue
 		}
+	}
+}
+
+// arrive waits until c arrives and its direction is not cut; a cut that held it moves
+// its arrival to its delay after the heal. False: the proxy closed.
+func (p *Proxy) arrive(w *Waker, c *chunk, g *gate) bool {
+	delay := c.arrive - c.read
+	for {
+		if err := w.SleepUntil(c.arrive); err != nil {
+			return false
+		}
+		held, ok := g.pass(p.ctx)
+		if !ok {
+			return false
+		}
+		if !held {
+			return true
+		}
+		c.held, c.arrive = true, Now()+delay
 	}
 }

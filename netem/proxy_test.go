@@ -166,3 +166,110 @@ func TestProxyLateness(t *testing.T) {
 		t.Errorf("lateness of %d chunks (p99 %v, max %v); want 20, p99 at most the max", s.N, s.P99, s.Max)
 	}
 }
+
+// TestProxyCut: a cut direction holds its bytes (none reach the other side while it
+// lasts) and the other way still flows; at the heal what was held arrives, in order
+// and whole, on a connection that never broke, bytes on the link at the cut too; a
+// connection accepted during the cut is cut too; the stall is not counted among the
+// link's measured delays (their sum, across the cut, stays below the cut's length).
+func TestProxyCut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	served := make(chan net.Conn, 2)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			served <- c
+		}
+	}()
+	p := proxyTo(t, ln.Addr().String(), 30*time.Millisecond)
+	dial := func() (client, server net.Conn) {
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		select {
+		case s := <-served:
+			return c, s
+		case <-time.After(10 * time.Second):
+			t.Fatal("the proxy did not connect to its target")
+		}
+		return nil, nil
+	}
+	send := func(c net.Conn, msg string) {
+		t.Helper()
+		if _, err := io.WriteString(c, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// nothing says no byte reaches c within a while (as long as a cut lasts here).
+	nothing := func(c net.Conn, what string) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		var b [1]byte
+		if n, err := c.Read(b[:]); n > 0 || err == nil {
+			t.Fatalf("%s: %q crossed a cut direction", what, b[:n])
+		}
+		c.SetReadDeadline(time.Time{})
+	}
+	recv := func(c net.Conn, want string) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
+			t.Fatalf("read %q (%v), want %q", got, err, want)
+		}
+		c.SetReadDeadline(time.Time{})
+	}
+	for _, d := range []Direction{Out, Back} {
+		client, server := dial()
+		from, to := client, server // the cut way
+		if d == Back {
+			from, to = server, client
+		}
+		send(from, "x")
+		recv(to, "x")
+		sum0 := sumOf(p, d)
+		send(from, "in-flight ")
+		p.Cut(d, true)
+		cutAt := time.Now()
+		send(from, "held-1 ")
+		send(from, "held-2")
+		nothing(to, "the cut way")
+		send(to, "open")
+		recv(from, "open")
+		late, lateServer := dial() // accepted while cut
+		lateFrom, lateTo := late, lateServer
+		if d == Back {
+			lateFrom, lateTo = lateServer, late
+		}
+		send(lateFrom, "new")
+		nothing(lateTo, "a connection accepted during the cut")
+		p.Cut(d, false)
+		cut := time.Since(cutAt)
+		recv(to, "in-flight held-1 held-2")
+		recv(lateTo, "new")
+		send(from, "after")
+		recv(to, "after")
+		if sum := sumOf(p, d) - sum0; sum >= cut {
+			t.Errorf("direction %d: the delays measured across the cut sum to %v, the cut lasted %v: the stall was counted", d, sum, cut)
+		}
+	}
+}
+
+// sumOf is the sum of the delays p measured in direction d.
+func sumOf(p *Proxy, d Direction) time.Duration {
+	out, back, nOut, nBack := p.Measured()
+	if d == Back {
+		return back * time.Duration(nBack)
+	}
+	return out * time.Duration(nOut)
+}

@@ -25,9 +25,11 @@ import (
 //   - a kill that loses unsynced writes (and tears the log's tail): a kill, then
 //     storage.LoseUnsynced on the server's data directory (cluster.DataDirs);
 //   - a slow disk: the replica's POST /disk, again after each restart;
-//   - the isolation of the leader: whoever serves as leader in the highest epoch.
+//   - the isolation of the leader: whoever serves as leader in the highest epoch, or,
+//     for servers without an admin port, the one leader their cluster reports;
 //   - a one-way cut (a, b): a drops what it sends to b, b refuses what a sends, each
-//     through its admin port (replica.Cut.Direction).
+//     through its admin port (replica.Cut.Direction), and on the links where the
+//     cluster carries them (cluster.LinkCutter).
 
 var _ nemesis.Target = (*target)(nil)
 
@@ -39,7 +41,7 @@ func (t *target) CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error 
 	}
 	var errs []error
 	for _, s := range t.Servers() {
-		if !t.Alive(s.ID) {
+		if !t.Alive(s.ID) || s.Admin == "" {
 			continue
 		}
 		for _, dir := range []string{"out", "in"} {
@@ -48,6 +50,9 @@ func (t *target) CutOneWay(ctx context.Context, pairs [][2]int, cut bool) error 
 				errs = append(errs, t.setCut(ctx, s, replica.Cut{Peers: peers, Cut: cut, Direction: dir}))
 			}
 		}
+	}
+	if k, ok := t.Cluster.(cluster.LinkCutter); ok {
+		errs = append(errs, k.CutLinks(ctx, pairs, true, cut))
 	}
 	return errors.Join(errs...)
 }
@@ -183,8 +188,19 @@ func (t *target) Restart(ctx context.Context, id int) error {
 	return cluster.SetDisk(ctx, s, replica.Disk{SyncDelay: replica.Duration(d)})
 }
 
-// Leader is the live server that serves as leader in the highest epoch, 0 if none.
+// leaderWait bounds how long isolate-leader waits for a cluster without admin ports
+// to report exactly one leader (an old one cut off steps down within its election
+// timeout; the fault then goes to whoever leads by then).
+const leaderWait = 2 * time.Second
+
+// Leader is the live server that serves as leader in the highest epoch, 0 if none;
+// where the servers have no admin port, the one leader their cluster reports.
 func (t *target) Leader(ctx context.Context) (int, error) {
+	if !admin(t.Cluster) {
+		ctx, cancel := context.WithTimeout(ctx, leaderWait)
+		defer cancel()
+		return cluster.WaitLeaderOf(ctx, t.Cluster)
+	}
 	best, epoch := 0, uint64(0)
 	var errs []error
 	for _, s := range t.Servers() {
@@ -206,16 +222,26 @@ func (t *target) Leader(ctx context.Context) (int, error) {
 	return best, nil
 }
 
+// admin says whether cl's servers have admin ports (poled's), through which they cut
+// their own links and report their status.
+func admin(cl cluster.Cluster) bool {
+	s := cl.Servers()
+	return len(s) > 0 && s[0].Admin != ""
+}
+
 // reaches says why a real executor cannot reach on cl what its backend and flavor
 // declare they carry (a registration that claims more than its cluster does), nil if
 // it can: pause through the cluster or its pids, the disk faults that cut a log
-// through its data directories, link schedules through the cluster.
+// through its data directories, link schedules through the cluster, cuts through the
+// replicas' admin ports or the cluster.
 func reaches(name, flavor string, cl cluster.Cluster) error {
 	c := backend.Carried(name, flavor)
 	_, pauser := cl.(cluster.Pauser)
 	_, pids := cl.(cluster.Pids)
 	_, dirs := cl.(cluster.DataDirs)
 	_, sched := cl.(cluster.LinkSchedules)
+	_, cutter := cl.(cluster.LinkCutter)
+	cuts := c.Plays(nemesis.Partition) || c.Plays(nemesis.Isolate) || c.Plays(nemesis.IsolateLeader) || c.Plays(nemesis.OneWay)
 	for _, lack := range []struct {
 		carried, reached bool
 		what             string
@@ -223,6 +249,7 @@ func reaches(name, flavor string, cl cluster.Cluster) error {
 		{c.Plays(nemesis.Pause), pauser || pids, "pause (cluster.Pauser or Pids)"},
 		{c.Plays(nemesis.LoseUnsynced) || c.Plays(nemesis.TornTail), dirs, "lose-unsynced and torn-tail (cluster.DataDirs)"},
 		{c.Links.Schedules, sched, "link schedules (cluster.LinkSchedules)"},
+		{cuts, admin(cl) || cutter, "partitions and one-way cuts (admin ports or cluster.LinkCutter)"},
 	} {
 		if lack.carried && !lack.reached {
 			return fmt.Errorf("the %s backend with flavor %s declares %s, which its cluster lacks", name, flavor, lack.what)

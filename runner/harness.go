@@ -87,7 +87,8 @@ func (n *nodeEvents) all() map[int][]event.Event {
 }
 
 // target is what the nemesis acts on: the cluster's kill and restart, and links cut
-// by the replicas themselves through their admin ports (whatever emulates the links).
+// by the replicas themselves through their admin ports (whatever emulates the links)
+// and by the cluster where it carries them (cluster.LinkCutter).
 type target struct {
 	cluster.Cluster
 	mu   sync.Mutex
@@ -102,10 +103,6 @@ func newTarget(cl cluster.Cluster) *target {
 	return &target{Cluster: cl, slow: map[int]time.Duration{}, paused: map[int]bool{}, pending: map[int][]replica.Cut{}}
 }
 
-type kernelCutter interface {
-	CutLinks(ctx context.Context, pairs [][2]int, cut bool) error
-}
-
 // SetLinks cuts or restores every pair's links at both ends that are alive: one live
 // end suffices to stop both directions, and a server restarted meanwhile is still cut
 // by its peers.
@@ -117,16 +114,16 @@ func (t *target) SetLinks(ctx context.Context, pairs [][2]int, cut, broadcastOnl
 	}
 	var errs []error
 	for _, s := range t.Servers() {
-		if len(peers[s.ID]) == 0 || !t.Alive(s.ID) {
+		if len(peers[s.ID]) == 0 || !t.Alive(s.ID) || s.Admin == "" {
 			continue
 		}
 		errs = append(errs, t.setCut(ctx, s, replica.Cut{Peers: peers[s.ID], Cut: cut, BroadcastOnly: broadcastOnly}))
 	}
-	// Where the kernel emulates the links, a partition is also a drop on netem's
-	// classes (a broadcast-only cut cannot be told apart by address, so it stays the
-	// replicas' own).
-	if k, ok := t.Cluster.(kernelCutter); ok && !broadcastOnly {
-		errs = append(errs, k.CutLinks(ctx, pairs, cut))
+	// Where the cluster carries the links itself (the kernel's netem, user-space
+	// proxies), a partition is also cut there (a broadcast-only cut cannot be told
+	// apart on the wire, so it stays the replicas' own).
+	if k, ok := t.Cluster.(cluster.LinkCutter); ok && !broadcastOnly {
+		errs = append(errs, k.CutLinks(ctx, pairs, false, cut))
 	}
 	return errors.Join(errs...)
 }

@@ -144,7 +144,7 @@ func TestRunErrors(t *testing.T) {
 		{"60s", "flavor: zookeeper\noracle: rotating", `x.yaml:10: oracle: flavor zookeeper: only the history oracle exists (ZooKeeper's own election), not "rotating"`},
 		{"60s", "flavor: zookeeper\npreload_mb: 10", "x.yaml:10: preload_mb: flavor zookeeper: preloading state is a poled feature; ZooKeeper starts empty"},
 		{"60s", "flavor: zookeeper\noutdate:\n  - {server: 1, kill_at: 10s, restart_at: 50s}", "x.yaml:10: outdate: flavor zookeeper: an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do"},
-		{"60s", "flavor: zookeeper\nfaults:\n  - {at: 1s, kill: 2}\n  - {at: 2s, isolate: leader}", "x.yaml:12: faults[1]: flavor zookeeper: only kill, restart, pause and resume faults (partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do)"},
+		{"60s", "flavor: zookeeper\nfaults:\n  - {at: 1s, kill: 2}\n  - {at: 2s, torn_tail: 3}", "x.yaml:12: faults[1]: flavor zookeeper: only kill, restart, pause, resume, partition, isolate, isolate-leader, one-way and heal faults (disk faults are poled's, which ZooKeeper cannot do)"},
 		// faults a backend does not play, as it declares (backend.Carries)
 		{"60s", "backend: swarm\nfaults:\n  - {at: 1s, pause: 2}\n  - {at: 2s, resume: 2}", "x.yaml:11: faults[0].pause: the swarm backend does not play pause faults: its servers are neither paused by the backend nor processes of this host"},
 		{"60s", "backend: docker\nfaults:\n  - {at: 1s, torn_tail: 2}", "x.yaml:11: faults[0].torn_tail: the docker backend does not play torn-tail faults: its servers' poled logs are not on this host"},

@@ -69,7 +69,12 @@ type Cluster struct {
 	procs    *procs.Set
 	links    *links // nil without a plan
 	mode     string
-	watch    *watcher
+	// cuts is what CutLinks cuts: the user-space links' proxies or the kernel's
+	// netem (bridge.Kernel); nil without a plan.
+	cuts interface {
+		Cut(ctx context.Context, pairs [][2]int, both, cut bool) error
+	}
+	watch *watcher
 	// startIn starts a member's process (on loopback, in its namespace, or as its
 	// container); teardown removes what the backend made around them (the network,
 	// the containers).
@@ -87,12 +92,13 @@ type Cluster struct {
 }
 
 var (
-	_ cluster.Cluster   = (*Cluster)(nil)
-	_ cluster.Pids      = (*Cluster)(nil)
-	_ cluster.Timelines = (*Cluster)(nil)
-	_ cluster.RTTMeter  = (*Cluster)(nil)
-	_ cluster.Prober    = (*Cluster)(nil)
-	_ cluster.Applier   = (*Cluster)(nil)
+	_ cluster.Cluster    = (*Cluster)(nil)
+	_ cluster.Pids       = (*Cluster)(nil)
+	_ cluster.Timelines  = (*Cluster)(nil)
+	_ cluster.RTTMeter   = (*Cluster)(nil)
+	_ cluster.Prober     = (*Cluster)(nil)
+	_ cluster.Applier    = (*Cluster)(nil)
+	_ cluster.LinkCutter = (*Cluster)(nil)
 )
 
 // NewLocal starts opts.Topology's servers as etcd processes on loopback, each
@@ -131,7 +137,7 @@ func NewLocal(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 		if c.links, err = newLinks(c, opts.Plan, "127.0.0.1", c.senderByPid); err != nil {
 			return nil, err
 		}
-		c.mode = cluster.LinksUserSpace
+		c.mode, c.cuts = cluster.LinksUserSpace, &c.links.proxies
 	}
 	return c, c.start(ctx, opts.InitialLeader)
 }
@@ -426,6 +432,18 @@ func (c *Cluster) Restart(ctx context.Context, id int) error {
 // Links says how the plan is applied: "user-space" (the proxies) or "none".
 func (c *Cluster) Links() string { return c.mode }
 
+// CutLinks cuts or restores the pairs' links on what carries the members' peer
+// traffic (the members cannot cut themselves): the proxies' or the kernel's.
+func (c *Cluster) CutLinks(ctx context.Context, pairs [][2]int, oneWay, cut bool) error {
+	if c.cuts == nil && c.mode == cluster.LinksKernel {
+		return errors.New("etcd: the kernel's netem is applied in each container as it starts, and there is no cutting it there yet (the user-space links can be cut)")
+	}
+	if c.cuts == nil {
+		return errors.New("etcd: no links to cut: the plan is empty, and the members reach each other directly")
+	}
+	return c.cuts.Cut(ctx, pairs, !oneWay, cut)
+}
+
 // Timeline is server id's timeline so far, read off its log (events.go).
 func (c *Cluster) Timeline(id int) []event.Event { return c.watch.timeline(id) }
 
@@ -434,7 +452,7 @@ func (c *Cluster) MeasuredRTTs() map[string]any {
 	if c.links == nil {
 		return nil
 	}
-	return c.links.rtts(c.ids())
+	return c.links.proxies.RTTs(c.ids())
 }
 
 // ConfigFile is the name CollectLogs gives the members' resolved settings.

@@ -38,17 +38,19 @@ func init() {
 		Name: Flavor,
 		On:   map[string]cluster.Constructor{backend.Local: as(NewLocal), backend.Netns: as(NewNetns), backend.Docker: as(NewDocker)},
 		// A member is a process the harness kills, restarts, stops and continues; its
-		// peer connections go through the links the plan sets when it starts.
+		// peer connections go through the links the plan sets when it starts, which
+		// the harness cuts (CutLinks).
 		Carries: backend.Carries{
-			Faults: []nemesis.Kind{nemesis.Crash, nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume},
-			Links:  backend.Links{Streams: true},
+			Faults: []nemesis.Kind{nemesis.Crash, nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume,
+				nemesis.Partition, nemesis.Isolate, nemesis.IsolateLeader, nemesis.OneWay, nemesis.Heal},
+			Links: backend.Links{Streams: true},
 			// MoveLeader (a Raft leadership transfer): what a placement controller calls.
 			LeaderTransfer: true,
 			Why: map[string]string{
 				"oracle":     "Raft's vote rule is the history oracle's (the most up-to-date log wins), its ties broken by whose timeout fires first",
 				"preload_mb": "preloading state is a poled feature; etcd starts empty",
 				"outdate":    "an outdated server needs its broadcast channel cut by the replica itself, which etcd cannot do",
-				"faults":     "partitions are cut by the replicas themselves, and disk faults are poled's, which etcd cannot do",
+				"faults":     "disk faults are poled's, which etcd cannot do",
 				"schedules":  "its links are set once, when its servers start",
 			},
 		},

@@ -8,12 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/polebench/polebench/cluster/internal/proxyset"
 	"github.com/polebench/polebench/netem"
 )
 
@@ -25,7 +24,7 @@ import (
 // that ordered pair, which holds each direction on the plan's DelayLine for it.
 type links struct {
 	fronts  []net.Listener
-	proxies map[pair]*netem.Proxy
+	proxies proxyset.Set
 	queues  map[pair]*queue
 	wg      sync.WaitGroup // the fronts' accept loops
 	hands   sync.WaitGroup // connections on their way to their proxy
@@ -40,7 +39,7 @@ type sender func(c net.Conn) int
 // newLinks starts a front listener per member on host and a proxy per ordered pair,
 // and points every member's advertised peer URL at its front.
 func newLinks(c *Cluster, plan netem.Plan, host string, who sender) (_ *links, err error) {
-	l := &links{proxies: map[pair]*netem.Proxy{}, queues: map[pair]*queue{}}
+	l := &links{queues: map[pair]*queue{}}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -60,12 +59,12 @@ func newLinks(c *Cluster, plan netem.Plan, host string, who sender) (_ *links, e
 			k := pair{from, to}
 			q := newQueue(ln.Addr())
 			l.queues[k] = q
-			l.proxies[k] = netem.NewProxy(q, netem.ProxyConfig{
+			l.proxies.Add(from, to, netem.NewProxy(q, netem.ProxyConfig{
 				Target: c.members[to].peer,
 				Out:    func() (*netem.DelayLine, error) { return plan.DelayLine(k.From, k.To) },
 				Back:   func() (*netem.DelayLine, error) { return plan.DelayLine(k.To, k.From) },
 				Logger: c.log.With("link", fmt.Sprintf("p%d->p%d", from, to)),
-			})
+			}))
 		}
 		c.members[to].adv = ln.Addr().String()
 		l.wg.Go(func() { l.route(ln, to, who, c) })
@@ -106,52 +105,11 @@ func (l *links) close() {
 		ln.Close()
 	}
 	l.wg.Wait()
-	keys := make([]pair, 0, len(l.proxies))
-	for k := range l.proxies {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b pair) int { return a.From*1000 + a.To - b.From*1000 - b.To })
-	for _, k := range keys {
-		l.proxies[k].Close()
-	}
+	l.proxies.Close()
 	for _, q := range l.queues { // a hand still pushing
 		q.Close()
 	}
 	l.hands.Wait()
-}
-
-// rtts are the RTTs the proxies measured between every two servers, in ms (heartbeat-
-// sized chunks each way, summed), as cluster.RTTMeter gives them.
-func (l *links) rtts(ids []int) map[string]any {
-	res := map[string]any{}
-	oneWay := func(from, to int) (time.Duration, bool) {
-		var sum time.Duration
-		var n int64
-		if p := l.proxies[pair{from, to}]; p != nil { // from dialed to: out
-			out, _, nOut, _ := p.Measured()
-			sum, n = sum+out*time.Duration(nOut), n+nOut
-		}
-		if p := l.proxies[pair{to, from}]; p != nil { // to dialed from: back
-			_, back, _, nBack := p.Measured()
-			sum, n = sum+back*time.Duration(nBack), n+nBack
-		}
-		if n == 0 {
-			return 0, false
-		}
-		return sum / time.Duration(n), true
-	}
-	for _, i := range ids {
-		peers := map[string]float64{}
-		for _, j := range ids {
-			a, okA := oneWay(i, j)
-			b, okB := oneWay(j, i)
-			if i != j && okA && okB {
-				peers[name(j)] = float64(a+b) / float64(time.Millisecond)
-			}
-		}
-		res[name(i)] = peers
-	}
-	return res
 }
 
 // queue is a net.Listener whose connections were accepted elsewhere (by a front).

@@ -69,9 +69,11 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 			return nil, err
 		}
 	case cluster.LinksKernel:
-		if err := n.ApplyPlan(ctx, ids, opts.Plan); err != nil {
+		k, err := n.ApplyPlan(ctx, ids, opts.Plan)
+		if err != nil {
 			return nil, err
 		}
+		c.cuts = k
 	}
 	return c, c.start(ctx, opts.InitialLeader)
 }
@@ -86,8 +88,11 @@ func (c *Cluster) userSpaceOnBridge(backend string, plan netem.Plan, host netip.
 			return fmt.Errorf("%s: the kernel lacks sch_netem, and the user-space fallback carries TCP streams, which lose nothing: the plan's loss p%d->p%d cannot be applied", backend, l.From, l.To)
 		}
 	}
-	c.links, err = newLinks(c, plan, host.String(), senderByAddr(addrs))
-	return err
+	if c.links, err = newLinks(c, plan, host.String(), senderByAddr(addrs)); err != nil {
+		return err
+	}
+	c.cuts = &c.links.proxies
+	return nil
 }
 
 // senderByAddr tells the sender of a connection by its source address: each member

@@ -21,8 +21,8 @@ crash_at: 10s
 duration: 20s
 `
 
-// A spec of flavor etcd with a setting out of range, an unknown one, a fault kind or
-// a backend the flavor does not carry, or another oracle than Raft's: an error
+// A spec of flavor etcd with a setting out of range, an unknown one, a fault kind
+// (the disk's), an outdated server or a backend the flavor does not carry, or another oracle than Raft's: an error
 // naming the file, line and field.
 func TestSpecErrors(t *testing.T) {
 	for _, tc := range []struct{ extra, want string }{
@@ -40,10 +40,12 @@ func TestSpecErrors(t *testing.T) {
 			`x.yaml:12: flavor.settings.pre_vote: flavor etcd: "maybe" is not true or false`},
 		{"flavor:\n  name: etcd\n  settings:\n    snapshot_count: 10\n",
 			`x.yaml:12: flavor.settings.snapshot_count: flavor etcd: unknown setting (known: heartbeat, election_timeout, pre_vote)`},
-		{"flavor: etcd\nfaults:\n  - {at: 5s, partition: [[1, 2], [3, 4, 5]]}\n",
-			`x.yaml:11: faults[0]: flavor etcd: only kill, restart, pause and resume faults (partitions are cut by the replicas themselves, and disk faults are poled's, which etcd cannot do)`},
-		{"flavor: etcd\nfaults:\n  - {at: 5s, one_way: [[1], [5]]}\n",
-			`x.yaml:11: faults[0]: flavor etcd: only kill, restart, pause and resume faults (partitions are cut by the replicas themselves, and disk faults are poled's, which etcd cannot do)`},
+		{"flavor: etcd\nfaults:\n  - {at: 5s, slow_disk: {server: 1, delay: 20ms}}\n",
+			`x.yaml:11: faults[0]: flavor etcd: only kill, restart, pause, resume, partition, isolate, isolate-leader, one-way and heal faults (disk faults are poled's, which etcd cannot do)`},
+		{"flavor: etcd\nfaults:\n  - {at: 5s, lose_unsynced: 1}\n",
+			`x.yaml:11: faults[0]: flavor etcd: only kill, restart, pause, resume, partition, isolate, isolate-leader, one-way and heal faults (disk faults are poled's, which etcd cannot do)`},
+		{"flavor: etcd\noutdate:\n  - {server: 1, kill_at: 5s, restart_at: 15s}\n",
+			`x.yaml:10: outdate: flavor etcd: an outdated server needs its broadcast channel cut by the replica itself, which etcd cannot do`},
 		{"flavor: etcd\nlinks:\n  default:\n    schedule:\n      - {at: 5s, rtt_ms: 50}\n",
 			`x.yaml:12: links.default.schedule: flavor etcd does not change links during a run: its links are set once, when its servers start`},
 		{"flavor: etcd\nlinks:\n  default: {loss: 1}\n",

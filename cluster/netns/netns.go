@@ -65,6 +65,7 @@ var (
 	_ cluster.Cluster       = (*Cluster)(nil)
 	_ cluster.LinkSchedules = (*Cluster)(nil)
 	_ cluster.Pids          = (*Cluster)(nil)
+	_ cluster.LinkCutter    = (*Cluster)(nil)
 )
 
 // New starts opts.Topology's servers as poled processes in network namespaces and
@@ -345,11 +346,11 @@ func (c *Cluster) Restart(ctx context.Context, id int) error {
 
 // CutLinks partitions (cut) or heals the given pairs in every namespace's netem tree,
 // as a drop on their classes, when the kernel applies the links; with user-space
-// links it does nothing (the replicas' own cut, cluster.SetCut, is what acts there,
-// and it acts on kernel runs too). Namespaces outlive their processes, so a dead
-// server's tree is updated as well.
-func (c *Cluster) CutLinks(ctx context.Context, pairs [][2]int, cut bool) error {
-	if c.links != cluster.LinksKernel {
+// links, and for one-way cuts, it does nothing (the replicas' own cut, cluster.SetCut,
+// is what acts there, and it acts on kernel runs too). Namespaces outlive their
+// processes, so a dead server's tree is updated as well.
+func (c *Cluster) CutLinks(ctx context.Context, pairs [][2]int, oneWay, cut bool) error {
+	if c.links != cluster.LinksKernel || oneWay {
 		return nil
 	}
 	c.mu.Lock()

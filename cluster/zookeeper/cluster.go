@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,15 +38,17 @@ func init() {
 		Name: backend.FlavorZooKeeper,
 		On:   map[string]cluster.Constructor{backend.Local: withWarmUp(NewLocal), backend.Netns: withWarmUp(NewNetns)},
 		// Its servers have no admin port (cuts, disk, status): the harness kills,
-		// restarts and pauses their JVMs, and its proxies keep the links they start with.
+		// restarts and pauses their JVMs, and cuts the links their peer traffic
+		// crosses (CutLinks), which keep the plan they start with.
 		Carries: backend.Carries{
-			Faults: []nemesis.Kind{nemesis.Crash, nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume},
+			Faults: []nemesis.Kind{nemesis.Crash, nemesis.Kill, nemesis.Restart, nemesis.Pause, nemesis.Resume,
+				nemesis.Partition, nemesis.Isolate, nemesis.IsolateLeader, nemesis.OneWay, nemesis.Heal},
 			Why: map[string]string{
 				"oracle":         "ZooKeeper's own election",
 				"initial_leader": "ZooKeeper's first election picks the highest id among servers in sync",
 				"preload_mb":     "preloading state is a poled feature; ZooKeeper starts empty",
 				"outdate":        "an outdated server needs its broadcast channel cut by the replica itself, which ZooKeeper cannot do",
-				"faults":         "partitions are cut by the replicas themselves, and disk faults are poled's, which ZooKeeper cannot do",
+				"faults":         "disk faults are poled's, which ZooKeeper cannot do",
 				"schedules":      "its links are set once, when its servers start",
 				"placement":      "ZooKeeper has no leader transfer: no request hands leadership to a chosen server, its leader is whoever wins its own election, and the only way to move it is to stop the leader, a crash rather than a placement",
 			},
@@ -68,6 +71,11 @@ type Cluster struct {
 	e       *ensemble
 	servers []cluster.Server
 	links   string
+	// cuts is what CutLinks cuts: the user-space proxies or the kernel's netem
+	// (bridge.Kernel); nil without a plan.
+	cuts interface {
+		Cut(ctx context.Context, pairs [][2]int, both, cut bool) error
+	}
 	// teardown removes what the backend made around the JVMs (the network).
 	teardown   func() error
 	removeRoot bool
@@ -95,10 +103,12 @@ func newCluster(e *ensemble, links string, removeRoot bool, warm time.Duration, 
 }
 
 var (
-	_ cluster.Cluster   = (*Cluster)(nil)
-	_ cluster.Pids      = (*Cluster)(nil)
-	_ cluster.Timelines = (*Cluster)(nil)
-	_ cluster.RTTMeter  = (*Cluster)(nil)
+	_ cluster.Cluster    = (*Cluster)(nil)
+	_ cluster.Pids       = (*Cluster)(nil)
+	_ cluster.Timelines  = (*Cluster)(nil)
+	_ cluster.RTTMeter   = (*Cluster)(nil)
+	_ cluster.LinkCutter = (*Cluster)(nil)
+	_ cluster.Applier    = (*Cluster)(nil)
 )
 
 const startTimeout = 60 * time.Second // a JVM on a busy small machine takes seconds
@@ -146,7 +156,7 @@ func NewLocal(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 		if z.e.links, err = newProxies(z.e, opts.Plan, "127.0.0.1"); err != nil {
 			return nil, err
 		}
-		z.links = cluster.LinksUserSpace
+		z.links, z.cuts = cluster.LinksUserSpace, &z.e.links.set
 	}
 	return z, z.start(ctx)
 }
@@ -203,6 +213,15 @@ func (z *Cluster) Kill(ctx context.Context, id int) error { return z.procs.Kill(
 // Links says how the plan is applied: "kernel", "user-space" (the proxies) or "none".
 func (z *Cluster) Links() string { return z.links }
 
+// CutLinks cuts or restores the pairs' links on what carries the servers' peer
+// traffic (ZooKeeper cannot cut itself): the proxies' or the kernel's.
+func (z *Cluster) CutLinks(ctx context.Context, pairs [][2]int, oneWay, cut bool) error {
+	if z.cuts == nil {
+		return errors.New("zookeeper: no links to cut: the plan is empty, and the servers reach each other directly")
+	}
+	return z.cuts.Cut(ctx, pairs, !oneWay, cut)
+}
+
 // Restart starts a killed server's JVM again on its data directory and waits until it
 // accepts client connections.
 func (z *Cluster) Restart(ctx context.Context, id int) error {
@@ -215,6 +234,26 @@ func (z *Cluster) Restart(ctx context.Context, id int) error {
 	return z.procs.WaitListening(ctx, id, startTimeout, z.e.addrs[id].client())
 }
 
+// Applied says whether server id serves (srvr answers with a Mode: it has a leader
+// and is in sync) and its data tree's last zxid (srvr's Zxid line, equal on two
+// servers that applied the same): what a check's convergence compares, since
+// ZooKeeper reports no poled status.
+func (z *Cluster) Applied(ctx context.Context, id int) (bool, string, error) {
+	a, ok := z.e.addrs[id]
+	if !ok {
+		return false, "", fmt.Errorf("zookeeper: no server p%d", id)
+	}
+	out, err := fourLetter(ctx, a.client(), "srvr")
+	if err != nil {
+		return false, "", fmt.Errorf("p%d: srvr: %w", id, err)
+	}
+	m := zxidRe.FindStringSubmatch(out)
+	if m == nil {
+		return false, "", fmt.Errorf("p%d: srvr answered without a Zxid line: %.120q", id, out)
+	}
+	return strings.Contains(out, "Mode: "), "0x" + m[1], nil
+}
+
 // Timeline is server id's timeline so far, read off its log (see events.go).
 func (z *Cluster) Timeline(id int) []event.Event { return z.e.watcher.Timeline(id, nil) }
 
@@ -224,7 +263,7 @@ func (z *Cluster) MeasuredRTTs() map[string]any {
 	if z.e.links == nil {
 		return nil
 	}
-	return z.e.links.rtts(z.e.ids())
+	return z.e.links.set.RTTs(z.e.ids())
 }
 
 // CollectLogs copies each server's log into dir as p<ID>.log.

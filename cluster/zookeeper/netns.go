@@ -71,10 +71,13 @@ func NewNetns(ctx context.Context, opts cluster.Options) (_ *Cluster, err error)
 		if z.e.links, err = newProxies(z.e, opts.Plan, n.HostAddr().String()); err != nil {
 			return nil, err
 		}
+		z.cuts = &z.e.links.set
 	case cluster.LinksKernel:
-		if err := n.ApplyPlan(ctx, ids, opts.Plan); err != nil {
+		k, err := n.ApplyPlan(ctx, ids, opts.Plan)
+		if err != nil {
 			return nil, err
 		}
+		z.cuts = k
 	}
 	return z, z.start(ctx)
 }

@@ -3,10 +3,9 @@ package zookeeper
 import (
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
-	"time"
 
+	"github.com/polebench/polebench/cluster/internal/proxyset"
 	"github.com/polebench/polebench/netem"
 )
 
@@ -15,7 +14,8 @@ import (
 // direction. Server i's zoo.cfg names server j by i's proxies to j, so everything i
 // sends j, and j's answers on the same connection, cross the emulated link.
 type proxies struct {
-	proxies map[link]*netem.Proxy
+	set   proxyset.Set
+	proxy map[link]*netem.Proxy
 }
 
 // link is the proxy through which server From reaches server To's Port.
@@ -27,7 +27,7 @@ type link struct {
 // newProxies starts the proxies on host (an address every server can reach, and from
 // which every server is reachable) and points e's zoo.cfg names at them.
 func newProxies(e *ensemble, plan netem.Plan, host string) (_ *proxies, err error) {
-	l := &proxies{proxies: map[link]*netem.Proxy{}}
+	l := &proxies{proxy: map[link]*netem.Proxy{}}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -37,7 +37,7 @@ func newProxies(e *ensemble, plan netem.Plan, host string) (_ *proxies, err erro
 	lns := map[link]net.Listener{}
 	defer func() {
 		for k, ln := range lns {
-			if l.proxies[k] == nil {
+			if l.proxy[k] == nil {
 				ln.Close()
 			}
 		}
@@ -69,7 +69,8 @@ func newProxies(e *ensemble, plan netem.Plan, host string) (_ *proxies, err erro
 			cfg.Rewrite = electionRewrite(lns[link{k.To, k.From, "election"}].Addr().String())
 		}
 		cfg.Target = net.JoinHostPort(to.Host, strconv.Itoa(port))
-		l.proxies[k] = netem.NewProxy(ln, cfg)
+		l.proxy[k] = netem.NewProxy(ln, cfg)
+		l.set.Add(k.From, k.To, l.proxy[k])
 	}
 	for _, i := range ids {
 		for _, j := range ids {
@@ -77,7 +78,7 @@ func newProxies(e *ensemble, plan netem.Plan, host string) (_ *proxies, err erro
 				continue
 			}
 			e.names[i][j] = hostPorts{Host: host, Client: e.addrs[j].Client,
-				Quorum: portOf(l.proxies[link{i, j, "quorum"}].Addr()), Election: portOf(l.proxies[link{i, j, "election"}].Addr())}
+				Quorum: portOf(l.proxy[link{i, j, "quorum"}].Addr()), Election: portOf(l.proxy[link{i, j, "election"}].Addr())}
 		}
 	}
 	return l, nil
@@ -89,53 +90,4 @@ func portOf(addr string) int {
 	return n
 }
 
-// rtts are the RTTs the proxies measured between every two servers, in ms: the mean
-// realized one-way delay of heartbeat-sized chunks (netem.SmallChunk bytes at most:
-// pings, acks, election notifications) each way, summed. Pairs without traffic both
-// ways are left out.
-func (l *proxies) rtts(ids []int) map[string]any {
-	type dir struct {
-		sum time.Duration
-		n   int64
-	}
-	oneWay := map[[2]int]*dir{}
-	add := func(from, to int, mean time.Duration, n int64) {
-		d := oneWay[[2]int{from, to}]
-		if d == nil {
-			d = &dir{}
-			oneWay[[2]int{from, to}] = d
-		}
-		d.sum += mean * time.Duration(n)
-		d.n += n
-	}
-	for k, p := range l.proxies {
-		out, back, nOut, nBack := p.Measured()
-		add(k.From, k.To, out, nOut)
-		add(k.To, k.From, back, nBack)
-	}
-	res := map[string]any{}
-	for _, i := range ids {
-		peers := map[string]float64{}
-		for _, j := range ids {
-			a, b := oneWay[[2]int{i, j}], oneWay[[2]int{j, i}]
-			if i == j || a == nil || b == nil || a.n == 0 || b.n == 0 {
-				continue
-			}
-			rtt := a.sum/time.Duration(a.n) + b.sum/time.Duration(b.n)
-			peers[fmt.Sprintf("p%d", j)] = float64(rtt) / float64(time.Millisecond)
-		}
-		res[fmt.Sprintf("p%d", i)] = peers
-	}
-	return res
-}
-
-func (l *proxies) close() {
-	keys := make([]link, 0, len(l.proxies))
-	for k := range l.proxies {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b link) int { return a.From*100 + a.To - b.From*100 - b.To })
-	for _, k := range keys {
-		l.proxies[k].Close()
-	}
-}
+func (l *proxies) close() { l.set.Close() }

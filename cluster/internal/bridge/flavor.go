@@ -2,8 +2,12 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/polebench/polebench/cluster"
 	"github.com/polebench/polebench/netem"
@@ -53,13 +57,55 @@ func LinkMode(ctx context.Context, plan netem.Plan, log *slog.Logger, label, fal
 	return cluster.LinksUserSpace, nil
 }
 
+// Kernel is a plan the kernel's netem applies in the namespaces of a flavor's servers,
+// with the cuts made since: a cut link is a netem leaf that drops every packet
+// (netem.Plan.CutOneWay), as poled's netns backend cuts its own.
+type Kernel struct {
+	n    *Net
+	ids  []int
+	plan netem.Plan
+	mu   sync.Mutex
+	cut  map[[2]int]bool // (a, b): a's packets to b are dropped
+}
+
 // ApplyPlan applies plan by the kernel's netem in the namespaces of ids.
-func (n *Net) ApplyPlan(ctx context.Context, ids []int, plan netem.Plan) error {
-	for _, id := range ids {
-		t := netem.Target{NS: n.NS[id], Dev: Dev, Self: id, Addrs: n.Addrs}
-		if err := netem.Apply(ctx, t, plan); err != nil {
-			return fmt.Errorf("netns: p%d: %w", id, err)
+func (n *Net) ApplyPlan(ctx context.Context, ids []int, plan netem.Plan) (*Kernel, error) {
+	k := &Kernel{n: n, ids: ids, plan: plan, cut: map[[2]int]bool{}}
+	return k, k.apply(ctx)
+}
+
+// Cut drops (cut) or lets through again the packets each pair's first server sends
+// its second, and with both the other way too, in every namespace (they outlive their
+// processes: a dead server's tree is updated as well).
+func (k *Kernel) Cut(ctx context.Context, pairs [][2]int, both, cut bool) error {
+	k.mu.Lock()
+	for _, p := range pairs {
+		ds := [][2]int{p}
+		if both {
+			ds = append(ds, [2]int{p[1], p[0]})
+		}
+		for _, d := range ds {
+			if cut {
+				k.cut[d] = true
+			} else {
+				delete(k.cut, d)
+			}
 		}
 	}
-	return nil
+	k.mu.Unlock()
+	return k.apply(ctx)
+}
+
+func (k *Kernel) apply(ctx context.Context) error {
+	k.mu.Lock()
+	plan := k.plan.CutOneWay(slices.Collect(maps.Keys(k.cut)))
+	k.mu.Unlock()
+	var errs []error
+	for _, id := range k.ids {
+		t := netem.Target{NS: k.n.NS[id], Dev: Dev, Self: id, Addrs: k.n.Addrs}
+		if err := netem.Apply(ctx, t, plan); err != nil {
+			errs = append(errs, fmt.Errorf("netns: p%d: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
 }
