@@ -37,9 +37,8 @@ faults:
 //   - the leader cut off: a member of the majority side leads while it lasts, and no
 //     write sent through p5 is acknowledged while p5 is cut off (no quorum: cuttest);
 //   - p1-p4's messages to p5 cut, p5's to them not: p5, a follower, hears no leader
-//     and campaigns (a cut the other way would leave it the leader's heartbeats),
-//     while p1-p4, who still hear their leader, neither campaign nor elect (etcd's
-//     check-quorum lease ignores p5's vote requests);
+//     and campaigns (a cut the other way would leave it the leader's heartbeats), and
+//     never leads (the votes it asks for cannot reach it);
 //   - after the heals what cuttest.Cuts checks of every cut run: no acknowledged
 //     write lost, the history linearizable (porcupine), nothing left behind.
 func TestEtcdCuts(t *testing.T) {
@@ -67,16 +66,19 @@ func TestEtcdCuts(t *testing.T) {
 }
 
 // etcdCuts checks what is etcd's own in TestEtcdCuts: whom the isolation cut off, and
-// the one-way cut's campaign.
+// the one-way cut's campaign: p5 hears nothing, so it campaigns, and no vote reaches
+// it, so it never leads. Whether p1-p4 elect anew meanwhile is etcd's timing, not the
+// cut's: without pre-vote, p5's higher terms from the isolation can depose the leader
+// seconds after the heal (a CI rehearsal saw p2 campaign and lead inside the cut).
 func etcdCuts(t *testing.T, r cuttest.Run) {
 	if r.Faults[0].Server != 5 {
 		t.Fatalf("isolate-leader cut p%d off, want p5 (the initial leader)", r.Faults[0].Server)
 	}
 	oneWay, heal2 := r.Faults[2], r.Faults[3]
-	if c := r.Between(event.Election, oneWay.At(), heal2.At()); !slices.Contains(c, 5) || slices.ContainsFunc(c, func(id int) bool { return id != 5 }) {
-		t.Errorf("campaigned while p1-p4's messages to p5 were cut: %v, want p5 alone", c)
+	if c := r.Between(event.Election, oneWay.At(), heal2.At()); !slices.Contains(c, 5) {
+		t.Errorf("campaigned while p1-p4's messages to p5 were cut: %v, want p5 among them", c)
 	}
-	if l := r.Between(event.Leading, oneWay.At(), heal2.At()); len(l) > 0 {
-		t.Errorf("led anew while p1-p4's messages to p5 were cut: %v, want no election", l)
+	if l := r.Between(event.Leading, oneWay.At(), heal2.At()); slices.Contains(l, 5) {
+		t.Errorf("led while p1-p4's messages to p5 were cut: %v, want never p5 (no vote can reach it)", l)
 	}
 }
