@@ -21,7 +21,10 @@ import (
 //   - STARTED: the harness's marker before each start;
 //   - ELECTION: "[logterm: T, index: N] sent MsgVote request" (its first after it became
 //     a candidate), Zxid = T<<32 | N: how up to date its log is, ordered as Raft's vote
-//     rule orders logs; Epoch the term it stands in;
+//     rule orders logs; Epoch the term it stands in. With pre-vote, the first MsgPreVote
+//     request after it became a pre-candidate, its timer having fired as a candidate's
+//     does (Epoch the term it asks for); the candidacy a won pre-vote leads to is the
+//     same campaign, not a second ELECTION;
 //   - LEADING: "became leader at term T" (Epoch = T);
 //   - FOLLOWING: "raft.node: X elected leader Y at term T" with Y another member;
 //   - LOOKING: "raft.node: X lost leader Y at term T";
@@ -34,10 +37,12 @@ import (
 
 var (
 	leaderRe = regexp.MustCompile(`^[0-9a-f]+ became leader at term (\d+)$`)
-	voteRe   = regexp.MustCompile(`^[0-9a-f]+ \[logterm: (\d+), index: (\d+)\] sent MsgVote request to [0-9a-f]+ at term (\d+)$`)
+	voteRe   = regexp.MustCompile(`^[0-9a-f]+ \[logterm: (\d+), index: (\d+)\] sent (MsgVote|MsgPreVote) request to [0-9a-f]+ at term (\d+)$`)
 	electRe  = regexp.MustCompile(`^raft\.node: ([0-9a-f]+) elected leader ([0-9a-f]+) at term (\d+)$`)
 	lostRe   = regexp.MustCompile(`^raft\.node: [0-9a-f]+ lost leader ([0-9a-f]+) at term (\d+)$`)
 	candRe   = regexp.MustCompile(`^[0-9a-f]+ became candidate at term (\d+)$`)
+	preRe    = regexp.MustCompile(`^[0-9a-f]+ became pre-candidate at term (\d+)$`)
+	follRe   = regexp.MustCompile(`^[0-9a-f]+ became follower at term (\d+)$`)
 )
 
 // logLine is what a zap JSON line of etcd has that the timeline reads.
@@ -47,10 +52,12 @@ type logLine struct {
 }
 
 // parser turns one member's log into events; it keeps whether the member stands as a
-// candidate (its next vote request is its ELECTION).
+// candidate (its next vote request is its ELECTION) and whether as a pre-candidate
+// (its candidacy, if it wins the pre-vote, continues that campaign).
 type parser struct {
 	id        int
 	candidate bool
+	pre       bool
 	lastIndex uint64 // the last log index its vote requests named
 	// leader is the etcd id of the leader the last FOLLOWING names: the watcher turns
 	// it into a server id once it knows the members' ids.
@@ -76,8 +83,14 @@ func (p *parser) line(s string) (event.Event, bool) {
 	e := event.Event{TimeNS: t.UnixNano(), Server: p.id}
 	num := func(s string) uint64 { n, _ := strconv.ParseUint(s, 10, 64); return n }
 	switch m := l.Msg; {
+	case preRe.MatchString(m):
+		p.candidate, p.pre = true, true
+		return event.Event{}, false
 	case candRe.MatchString(m):
-		p.candidate = true
+		p.candidate, p.pre = !p.pre, false
+		return event.Event{}, false
+	case follRe.MatchString(m):
+		p.candidate, p.pre = false, false
 		return event.Event{}, false
 	case voteRe.MatchString(m):
 		g := voteRe.FindStringSubmatch(m)
@@ -86,7 +99,11 @@ func (p *parser) line(s string) (event.Event, bool) {
 			return event.Event{}, false
 		}
 		p.candidate = false
-		e.Kind, e.Epoch, e.Zxid = event.Election, zxid.Epoch(num(g[3])), zxid.Zxid(num(g[1])<<32|num(g[2]))
+		term := num(g[4])
+		if g[3] == "MsgPreVote" {
+			term++ // a pre-candidate asks at its term for the next
+		}
+		e.Kind, e.Epoch, e.Zxid = event.Election, zxid.Epoch(term), zxid.Zxid(num(g[1])<<32|num(g[2]))
 	case leaderRe.MatchString(m):
 		e.Kind, e.Leader, e.Epoch = event.Leading, p.id, zxid.Epoch(num(leaderRe.FindStringSubmatch(m)[1]))
 	case electRe.MatchString(m):

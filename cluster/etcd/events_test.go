@@ -45,6 +45,31 @@ func TestParseLines(t *testing.T) {
 			t.Errorf("%s:\n got %+v, %v\nwant %+v, %v", tc.line, got, ok, tc.want, tc.ok)
 		}
 	}
+	// With pre-vote: the pre-candidacy is the campaign; the candidacy a won pre-vote
+	// leads to is not a second one, a transfer's candidacy (no pre-vote) is.
+	pre := &parser{id: 2}
+	for _, tc := range []struct {
+		msg  string
+		want event.Event
+		ok   bool
+	}{
+		{"c3 became pre-candidate at term 3", event.Event{}, false},
+		{"c3 [logterm: 3, index: 9] sent MsgPreVote request to 2737ecedbf2a9065 at term 3",
+			event.Event{TimeNS: at("2026-12-01T22:25:29.273Z"), Server: 2, Kind: event.Election, Epoch: 4, Zxid: zxid.Zxid(3<<32 | 9)}, true},
+		{"c3 [logterm: 3, index: 9] sent MsgPreVote request to 80af5d65a6e2f603 at term 3", event.Event{}, false},
+		{"c3 became candidate at term 4", event.Event{}, false},
+		{"c3 [logterm: 3, index: 9] sent MsgVote request to 2737ecedbf2a9065 at term 4", event.Event{}, false},
+		{"c3 became pre-candidate at term 4", event.Event{}, false},
+		{"c3 became follower at term 4", event.Event{}, false},
+		{"c3 became candidate at term 5", event.Event{}, false},
+		{"c3 [logterm: 4, index: 12] sent MsgVote request to 2737ecedbf2a9065 at term 5",
+			event.Event{TimeNS: at("2026-12-01T22:25:29.273Z"), Server: 2, Kind: event.Election, Epoch: 5, Zxid: zxid.Zxid(4<<32 | 12)}, true},
+	} {
+		line := `{"level":"info","ts":"2026-12-01T22:25:29.273Z","caller":"raft/raft.go:817","msg":"` + tc.msg + `"}`
+		if got, ok := pre.line(line); ok != tc.ok || got != tc.want {
+			t.Errorf("pre-vote %s:\n got %+v, %v\nwant %+v, %v", tc.msg, got, ok, tc.want, tc.ok)
+		}
+	}
 	if p.leader != 0x2737ecedbf2a9065 {
 		t.Errorf("the FOLLOWING's leader %x, want 2737ecedbf2a9065", p.leader)
 	}
