@@ -145,12 +145,15 @@ deps:
 engine:
 	./scripts/docker-engine.sh
 
-## ci: what .ci/run runs: install the test dependencies, start the engine, lint (which
-## compiles every package for the tests too), then the tests and the race step side by
-## side (the race step is CPU-bound, the real-cluster tests mostly wait on the clock),
-## then the VM test alone: under qemu's software emulation beside the tests it did not
-## finish its 5 minutes (a fresh-clone rehearsal, 2026-12-02), alone it takes about one.
-ci: deps engine lint
+## ci: what .ci/run runs: install the test dependencies beside lint (apt waits on the
+## network and the disk, vet on the CPU; lint compiles every package for the tests too),
+## start the engine, then the tests and the race step side by side (the race step is
+## CPU-bound, the real-cluster tests mostly wait on the clock), then the VM test alone:
+## under qemu's software emulation beside the tests it did not finish its 5 minutes (a
+## fresh-clone rehearsal, 2026-12-02), alone it takes about one.
+ci:
+	$(MAKE) --no-print-directory -j2 --output-sync=line deps lint
+	$(MAKE) --no-print-directory engine
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-go test-race
 	$(MAKE) --no-print-directory vmtest
 

@@ -37,7 +37,6 @@ type Config struct {
 	Keys              int           // keyspace size, default 1000
 	Prefix            string        // parent znode, default client.DefaultPrefix
 	SessionsPerServer int           // default 4
-	MaxInFlight       int           // per server, default 256
 	SessionTimeout    time.Duration // default 10 s
 	// RetryFor bounds how long a request that could not be sent (no session of its DC
 	// available) keeps waiting for one, from its intended time; default client.DefaultRetryFor.
@@ -78,7 +77,6 @@ func (c *Config) setDefaults() {
 	def(&c.PayloadBytes, 1024)
 	def(&c.Keys, defaultKeys)
 	def(&c.SessionsPerServer, 4)
-	def(&c.MaxInFlight, 256)
 	defDur(&c.SessionTimeout, defaultSessionTimeout)
 	defDur(&c.RetryFor, client.DefaultRetryFor)
 	defDur(&c.Drain, client.DefaultDrain)
@@ -204,9 +202,8 @@ func (s dcServers) Down(i int) bool   { return s[i].killed.Load() }
 
 type server struct {
 	Server
-	killed atomic.Bool   // the harness said it is down
-	conn   Conn          // set by Prepare
-	sem    chan struct{} // bounds requests in flight
+	killed atomic.Bool // the harness said it is down
+	conn   Conn        // set by Prepare
 }
 
 // New checks cfg and builds the workload of the ZooKeeper protocol; no I/O.
@@ -228,7 +225,7 @@ func NewWith(cfg Config, proto Protocol) (*Workload, error) {
 			byDC[s.DC] = d
 			w.dcs = append(w.dcs, d)
 		}
-		srv := &server{Server: s, sem: make(chan struct{}, cfg.MaxInFlight)}
+		srv := &server{Server: s}
 		d.servers = append(d.servers, srv)
 		w.servers[s.ID] = srv
 	}
@@ -436,23 +433,16 @@ func (w *Workload) RunFrom(ctx context.Context, start time.Time) (*Result, error
 			continue
 		}
 		sched, _ := NewSchedule(w.cfg.Arrival, d.rate, dcSeed(w.cfg.Seed, d.name, streamArrival)) // validated in New
-		// Requests wait for a sender in a queue: a pool as large as the DC's servers
-		// can have in flight sends them. A goroutine per request costs a stack each
-		// and, once requests back up, thousands of selects on the same channels.
-		queue := make(chan *request, 1<<16)
-		for range len(d.servers) * w.cfg.MaxInFlight {
-			go func() {
-				for r := range queue {
-					recs <- w.do(r)
-					reqs.Done()
-				}
-			}()
+		pool := &senders{queue: make(chan *request, 1<<16)}
+		pool.do = func(r *request) {
+			recs <- w.do(r)
+			reqs.Done()
 		}
 		pacers.Add(1)
 		go func() {
 			defer pacers.Done()
-			defer close(queue)
-			w.pace(d, sched, stop, &reqs, queue)
+			defer close(pool.queue)
+			w.pace(d, sched, stop, &reqs, pool)
 		}()
 	}
 	paced := make(chan struct{})
@@ -514,7 +504,7 @@ type request struct {
 // pace issues d's requests on their absolute schedule, into queue. It sleeps on the kernel's
 // timer (netem.Waker): Go's timers fire up to a millisecond late, which would be
 // most of the send lag at the paper's rate.
-func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync.WaitGroup, queue chan<- *request) {
+func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync.WaitGroup, pool *senders) {
 	keyRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamKey), 1))
 	waker, err := netem.NewWaker()
 	if err != nil {
@@ -548,7 +538,36 @@ func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync
 		r := &request{dc: d, key: KeyPath(w.cfg.Prefix, keyRng.IntN(w.cfg.Keys))}
 		r.c = d.client.Issue(RequestID(d.index, seq), at)
 		reqs.Add(1)
-		queue <- r
+		pool.push(r)
+	}
+}
+
+// senders send a DC's requests, a goroutine each, reused: the pool grows whenever a
+// request finds no sender free, so that an open loop is never held back by the
+// harness. A fixed pool (it was 256 a server) was: on etcd at 1,000 writes/s, the
+// writes a follower forwarded to the killed leader each wait out etcd's request
+// timeout (5 s plus two election timeouts), and D1's 512 senders were all waiting
+// 1 s after the kill, so no write reached the new leader for 5.8 s more; the
+// simulator, which has no such bound, served them at once.
+type senders struct {
+	queue chan *request
+	do    func(*request)
+	idle  atomic.Int64 // senders waiting for a request that no push has claimed
+}
+
+// push hands r to a free sender, or to a new one.
+func (s *senders) push(r *request) {
+	if s.idle.Add(-1) < 0 {
+		s.idle.Add(1)
+		go s.run() // claimed for r at its start
+	}
+	s.queue <- r
+}
+
+func (s *senders) run() {
+	for r := range s.queue {
+		s.do(r)
+		s.idle.Add(1)
 	}
 }
 
@@ -587,17 +606,10 @@ func (w *Workload) do(r *request) Record {
 // send writes r's value through srv, as far as srv can take it.
 func (w *Workload) send(r *request, srv *server, value []byte) (client.Step, Written) {
 	cl := r.dc.client
-	select {
-	case srv.sem <- struct{}{}:
-	case <-w.hard:
-		return cl.Stop(&r.c, w.since()), Written{}
-	}
 	if srv.killed.Load() {
-		<-srv.sem
 		return cl.Reply(&r.c, w.since(), client.Unavailable, ""), Written{}
 	}
 	written, reply, msg := srv.conn.Put(w.reqs, r.key, value, func() { cl.Sending(&r.c, w.since()) })
-	<-srv.sem
 	return cl.Reply(&r.c, w.since(), reply, msg), written
 }
 

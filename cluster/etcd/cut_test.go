@@ -26,14 +26,14 @@ datacenters:
 rates: {total: 100}
 initial_leader: 5
 crash_at: none
-duration: 24s
+duration: 17s
 repetitions: 1
 flavor: {name: etcd, settings: {pre_vote: true}}
 faults:
-  - {at: 4s, isolate: leader}
-  - {at: 9s, heal: true}
-  - {at: 13s, one_way: [[1, 2, 3, 4], [5]]}
-  - {at: 18s, heal: true}
+  - {at: 3s, isolate: leader}
+  - {at: 8s, heal: true}
+  - {at: 10s, one_way: [[1, 2, 3, 4], [5]]}
+  - {at: 15s, heal: true}
 `
 
 // TestEtcdCuts plays the cuts on a real etcd cluster on the local, netns and docker
@@ -54,7 +54,7 @@ func TestEtcdCuts(t *testing.T) {
 		t.Skip(err)
 	}
 	if testing.Short() {
-		t.Skip("a 24 s experiment; -short skips it")
+		t.Skip("a 17 s experiment; -short skips it")
 	}
 	for _, b := range []string{"local", "netns", "docker"} {
 		t.Run(b, func(t *testing.T) {

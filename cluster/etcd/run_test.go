@@ -31,7 +31,7 @@ func specFor(t *testing.T, name string, settings ...string) *spec.Spec {
 		t.Fatal(err)
 	}
 	var sets []spec.Setting
-	for _, kv := range append([]string{"duration=25s", "crash-at=12s", "warmup=3s", "repetitions=1", "flavor=" + etcd.Flavor}, settings...) {
+	for _, kv := range append([]string{"duration=16s", "crash-at=8s", "warmup=2s", "settle=4s", "repetitions=1", "flavor=" + etcd.Flavor}, settings...) {
 		k, v, _ := strings.Cut(kv, "=")
 		sets = append(sets, spec.Setting{Name: k, Value: v})
 	}
@@ -43,7 +43,7 @@ func specFor(t *testing.T, name string, settings ...string) *spec.Spec {
 
 // TestEtcdRun runs the two-DC experiment on an etcd cluster through the runner, on the
 // local backend and on netns (a namespace per member; kernel netem where the probe
-// passes, else the user-space links): p5 leads first (moved there), is killed at 12 s, and a survivor of
+// passes, else the user-space links): p5 leads first (moved there), is killed at 8 s, and a survivor of
 // Raft's set (CanWin, from what each stood with) leads, its election and recovery
 // measured off etcd's own logs and Status; no acknowledged write is lost, porcupine
 // finds the history linearizable, the resolved heartbeat and election timeout are in
@@ -58,7 +58,7 @@ func TestEtcdRun(t *testing.T) {
 		t.Skip(err)
 	}
 	if testing.Short() {
-		t.Skip("a 25 s experiment; -short skips it")
+		t.Skip("a 16 s experiment; -short skips it")
 	}
 	for _, b := range []string{"local", "netns"} {
 		t.Run(b, func(t *testing.T) {
@@ -75,8 +75,7 @@ func TestEtcdRun(t *testing.T) {
 }
 
 // TestEtcdDockerRun is TestEtcdRun on the docker backend (a container per member, of
-// the image of this host's etcd), shorter: 16 s, the crash at 8 s, the after window
-// 4 s past the election. Correctness only, as there.
+// the image of this host's etcd). Correctness only, as there.
 func TestEtcdDockerRun(t *testing.T) {
 	if err := etcd.Available(); err != nil {
 		if os.Getenv("CI") != "" {
@@ -93,7 +92,7 @@ func TestEtcdDockerRun(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	runTwoDC(t, specFor(t, "two-dc", "rate=100", "backend="+backend.Docker, "duration=16s", "crash-at=8s", "warmup=2s", "settle=4s"))
+	runTwoDC(t, specFor(t, "two-dc", "rate=100", "backend="+backend.Docker))
 }
 
 func runTwoDC(t *testing.T, s *spec.Spec) {
