@@ -104,18 +104,7 @@ func TestEtcdDocker(t *testing.T) {
 		t.Fatalf("leader after the kill p%d (%v)", leader, err)
 	}
 	put(t, c.Servers()[leader-1].Client, "/k", "v2")
-	if err := c.Restart(ctx, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.WaitServingOf(ctx, c, c.Servers(), c.Alive); err != nil {
-		t.Fatal(err)
-	}
-	if got := get(t, c.Servers()[4].Client, "/k"); got != "v2" {
-		t.Errorf("restarted p5 reads %q, want v2", got)
-	}
-	if mode, err := e.Mode(ctx, 5); err != nil || mode != "follower" {
-		t.Errorf("restarted p5: mode %q, %v", mode, err)
-	}
+	restartFollows(ctx, t, c, e)
 	// A pause is SIGSTOP to Pid (the flavor is no cluster.Pauser): the container's etcd
 	// stops, from this host's pid namespace too, and runs again on SIGCONT.
 	pid := e.Pid(1)

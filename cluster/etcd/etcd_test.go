@@ -154,18 +154,7 @@ func TestEtcdFlavorFailover(t *testing.T) {
 	if across == 0 {
 		t.Errorf("p1 measured no RTT to D2; all %v", rtts)
 	}
-	if err := c.Restart(ctx, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.WaitServingOf(ctx, c, c.Servers(), c.Alive); err != nil {
-		t.Fatal(err)
-	}
-	if got := get(t, c.Servers()[4].Client, "/k"); got != "v2" {
-		t.Errorf("restarted p5 reads %q, want v2", got)
-	}
-	if mode, err := e.Mode(ctx, 5); err != nil || mode != "follower" {
-		t.Errorf("restarted p5: mode %q, %v", mode, err)
-	}
+	restartFollows(ctx, t, c, e)
 	logs := t.TempDir()
 	if err := c.CollectLogs(ctx, logs); err != nil {
 		t.Fatal(err)
@@ -183,5 +172,23 @@ func TestEtcdFlavorFailover(t *testing.T) {
 	}
 	if left, err := Down(label); err != nil || len(left) > 0 {
 		t.Errorf("after Close, Down(%s) found %v (%v)", label, left, err)
+	}
+}
+
+// restartFollows restarts the killed p5 and checks that it serves, reads the "/k" = v2
+// written while it was down, and follows.
+func restartFollows(ctx context.Context, t *testing.T, c cluster.Cluster, e *Cluster) {
+	t.Helper()
+	if err := c.Restart(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.WaitServingOf(ctx, c, c.Servers(), c.Alive); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, c.Servers()[4].Client, "/k"); got != "v2" {
+		t.Errorf("restarted p5 reads %q, want v2", got)
+	}
+	if mode, err := e.Mode(ctx, 5); err != nil || mode != "follower" {
+		t.Errorf("restarted p5: mode %q, %v", mode, err)
 	}
 }
