@@ -208,18 +208,31 @@ func makeTargetsRun(script string) []string {
 	return targets
 }
 
-// makePrereqs is the prerequisites of the Makefile's rule for target.
+// makePrereqs is what the Makefile's rule for target runs: its prerequisites and the
+// targets its recipe's $(MAKE) lines name (ci runs deps beside lint that way).
 func makePrereqs(t *testing.T, target string) []string {
 	t.Helper()
 	data, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `\s*:([^=\n]*)$`).FindSubmatch(data)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `\s*:([^=\n]*)\n((?:\t.*\n)*)`).FindSubmatch(data)
 	if m == nil {
 		t.Fatalf("the Makefile has no rule for %s", target)
 	}
-	return strings.Fields(string(m[1]))
+	runs := strings.Fields(string(m[1]))
+	for _, line := range strings.Split(string(m[2]), "\n") {
+		_, sub, ok := strings.Cut(line, "$(MAKE)")
+		if !ok {
+			continue
+		}
+		for _, w := range strings.Fields(sub) {
+			if !strings.HasPrefix(w, "-") && !strings.Contains(w, "=") {
+				runs = append(runs, w)
+			}
+		}
+	}
+	return runs
 }
 
 // makeTargets parses the Makefile's rules: "target: prerequisites" at column 0.
