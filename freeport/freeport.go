@@ -11,6 +11,14 @@ import (
 	"strings"
 )
 
+// Floor is the lowest port Loopback hands out: above the ports the harness binds by
+// number, the swarm backend's published client and admin ports (swarm.PortBase, 21800,
+// up to PortBase+199). Below it, a ZooKeeper JVM given 21801 by Loopback met a swarm
+// test's published 21801 in a CI rehearsal: the swarm task failed to bind it, and the
+// engine's ingress took the JVM's election traffic to it (an election that went to the
+// wrong server).
+const Floor = 22000
+
 // Loopback returns n distinct ports free on 127.0.0.1 now, outside the kernel's
 // ephemeral range. A port the kernel handed out for a listen on :0 lies inside that
 // range, where an outgoing connection (a proxy dialing, a client reconnecting) may
@@ -20,8 +28,8 @@ import (
 // the same time rarely meet.
 func Loopback(n int) ([]int, error) {
 	lo, hi := ephemeral()
-	// Below the ephemeral range from 10000 up, else above it.
-	first, last := 10000, lo-1
+	// Below the ephemeral range from Floor up, else above it.
+	first, last := Floor, lo-1
 	if last-first < 4*n {
 		first, last = hi+1, 65535
 	}
