@@ -13,10 +13,8 @@ import (
 
 // Floor is the lowest port Loopback hands out: above the ports the harness binds by
 // number, the swarm backend's published client and admin ports (swarm.PortBase, 21800,
-// up to PortBase+199). Below it, a ZooKeeper JVM given 21801 by Loopback met a swarm
-// test's published 21801 in a CI rehearsal: the swarm task failed to bind it, and the
-// engine's ingress took the JVM's election traffic to it (an election that went to the
-// wrong server).
+// up to PortBase+199). From 10000 up, a CI rehearsal's swarm tests found 21801 and
+// 21802 taken by another package's test beside them ("address already in use").
 const Floor = 22000
 
 // Loopback returns n distinct ports free on 127.0.0.1 now, outside the kernel's

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestSendersNeverHoldBack: however many requests are still waiting on their servers
@@ -42,11 +43,13 @@ func TestSendersNeverHoldBack(t *testing.T) {
 }
 
 // waitIdle waits until at least n senders are idle (each adds itself once its request
-// returned) and says how many are.
+// returned) and says how many are; a deadline state, not a timing claim.
 func waitIdle(t *testing.T, p *senders, n int64) int64 {
 	t.Helper()
-	for p.idle.Load() < n {
-		runtime.Gosched()
+	for deadline := time.Now().Add(time.Minute); p.idle.Load() < n; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d senders idle after a minute", p.idle.Load(), n)
+		}
 	}
 	return p.idle.Load()
 }

@@ -501,9 +501,9 @@ type request struct {
 	c   client.Request
 }
 
-// pace issues d's requests on their absolute schedule, into queue. It sleeps on the kernel's
-// timer (netem.Waker): Go's timers fire up to a millisecond late, which would be
-// most of the send lag at the paper's rate.
+// pace issues d's requests on their absolute schedule, to pool's senders. It sleeps
+// on the kernel's timer (netem.Waker): Go's timers fire up to a millisecond late,
+// which would be most of the send lag at the paper's rate.
 func (w *Workload) pace(d *dc, sched *Schedule, stop <-chan struct{}, reqs *sync.WaitGroup, pool *senders) {
 	keyRng := rand.New(rand.NewPCG(dcSeed(w.cfg.Seed, d.name, streamKey), 1))
 	waker, err := netem.NewWaker()
